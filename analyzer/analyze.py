@@ -1,0 +1,60 @@
+"""The library entry point: analyze(path) -> Report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .catalog import load_rules
+from .database import Trace, open_trace
+from .engine import run_rule
+from .metrics import compute, export_versions
+from .model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
+from .units import pct
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    """Most severe first, then by the time at stake."""
+    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], -(f.impact_ns or 0)))
+
+
+def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bool) -> str:
+    if not has_gpu:
+        return ("No CUDA activity was captured: the export has no kernels, memory copies or memsets"
+                + (" (CUDA API calls were traced, but none ran work on a GPU)." if has_api else "."))
+    if report_findings:
+        return report_findings[0].message
+    return (f"No bottleneck found: the GPU is busy {pct(metrics.gpu_utilization_pct)} of the "
+            f"trace window and no rule fired.")
+
+
+def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
+            rule_dirs: list[Path] = (), overrides: dict[str, dict[str, Any]] | None = None,
+            select: list[str] | None = None, use_cache: bool = True, cache_dir: Path | None = None,
+            reader: str = "auto") -> Report:
+    rules = rules if rules is not None else load_rules(rule_dirs)
+    overrides = overrides or {}
+    trace = open_trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
+    try:
+        return _report(trace, rules, overrides, select)
+    finally:
+        trace.close()
+
+
+def _report(trace: Trace, rules: dict[str, Rule], overrides, select) -> Report:
+    con = trace.con
+    chosen = [r for r in rules.values() if not select or r.id in select]
+    results = [run_rule(con, r, overrides.get(r.id, {}), trace.captured) for r in chosen]
+    metrics = compute(con)
+    findings = rank([f for r in results for f in r.findings])
+    nsys_version, schema_version = export_versions(con)
+    has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
+        con.execute("SELECT count(*) FROM graph_launches").fetchone()[0])
+    return Report(
+        tool={"name": "nsys-diagnose", "version": __version__},
+        input=InputInfo(path=str(trace.path), nsys_version=nsys_version, export_schema_version=schema_version,
+                        size_bytes=trace.path.stat().st_size, reader=trace.reader, from_cache=trace.from_cache),
+        headline=headline(findings, metrics, has_gpu, metrics.api_count > 0),
+        metrics=metrics, findings=findings, rules=results)

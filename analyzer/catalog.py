@@ -1,0 +1,80 @@
+"""Find rules on disk: every `<id>.yaml` with its `<id>.sql` beside it. No registry in code."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import RuleSpecError
+from .model import Rule
+
+
+def builtin_rules_dir() -> Path:
+    return Path(str(resources.files("rules")))
+
+
+def _line_of(node: yaml.Node, loc: tuple) -> int | None:
+    """Line (1-based) of the YAML node at a pydantic error location, as deep as it resolves."""
+    line = node.start_mark.line + 1
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == key]
+            if not match:
+                return line
+            k, node = match[0]
+            line = k.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def load_rule(yaml_path: Path) -> Rule:
+    text = yaml_path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise RuleSpecError(yaml_path, f"invalid YAML: {getattr(e, 'problem', e)}",
+                            mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise RuleSpecError(yaml_path, "a rule file must be a YAML mapping", 1)
+    sql_path = yaml_path.with_suffix(".sql")
+    if not sql_path.exists():
+        raise RuleSpecError(yaml_path, f"missing its SQL file {sql_path.name}")
+    try:
+        rule = Rule(**data, sql=sql_path.read_text(encoding="utf-8"), source=str(yaml_path))
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(err["loc"])
+        what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        raise RuleSpecError(yaml_path, f"{'.'.join(map(str, loc))}: {what}", _line_of(node, loc)) from None
+    if rule.id != yaml_path.stem:
+        raise RuleSpecError(yaml_path, f"rule id '{rule.id}' must match the file name '{yaml_path.stem}'",
+                            _line_of(node, ("id",)))
+    return rule
+
+
+def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule]:
+    """Built-in rules, then each extra folder in order; a later rule with the same id replaces
+    the earlier one, so a team can tune a built-in rule without forking the package."""
+    rules: dict[str, Rule] = {}
+    for folder in [builtin_rules_dir(), *map(Path, extra_dirs)]:
+        if not folder.is_dir():
+            raise RuleSpecError(folder, "rules folder does not exist")
+        seen: set[str] = set()
+        for path in sorted(folder.rglob("*.yaml")):
+            if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts):
+                continue
+            rule = load_rule(path)
+            if rule.id in seen:
+                raise RuleSpecError(path, f"duplicate rule id '{rule.id}' in {folder}")
+            seen.add(rule.id)
+            rules[rule.id] = rule
+    return rules

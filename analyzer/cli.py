@@ -1,0 +1,146 @@
+"""Command line: `nsys-diagnose REPORT.sqlite` analyzes; `rules` lists; `explain ID` documents.
+
+Exit codes: 0 no finding at or above --fail-on; 1 one is; 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .analyze import analyze
+from .catalog import load_rules
+from .engine import parse_overrides
+from .errors import DiagnoseError, UsageError
+from .model import SEVERITY_RANK, Report
+from .output import refuse_overwriting_inputs, write_atomic
+from .report import json as json_report
+from .report import markdown
+
+FORMATS = {"md": markdown.render, "json": json_report.render}
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class DefaultGroup(click.Group):
+    """A group whose first argument, when it is not a command, is a path for `analyze`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
+            args = ["analyze", *args]
+        return super().parse_args(ctx, args)
+
+
+rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
+                            help="Extra folder of rules (YAML + SQL); may repeat.")
+
+
+def fail_level_reached(report: Report, fail_on: str) -> bool:
+    if fail_on == "never":
+        return False
+    return any(SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on] for f in report.findings)
+
+
+@click.group(cls=DefaultGroup, context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="nsys-diagnose")
+def cli() -> None:
+    """Say what holds a CUDA program back, from an Nsight Systems SQLite export.
+
+    \b
+    nsys-diagnose report.sqlite            Markdown report on the terminal
+    nsys-diagnose report.sqlite --format json -o report.json
+    nsys-diagnose rules                    list the rules
+    nsys-diagnose explain gpu-idle-gaps    one rule's documentation
+    """
+
+
+@cli.command("analyze")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report here (atomically).")
+@rules_option
+@click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
+@click.option("--select", multiple=True, metavar="ID", help="Run only these rules; may repeat.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default="error",
+              show_default=True, help="Exit 1 when a finding reaches this severity.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
+@click.option("--reader", type=click.Choice(["auto", "scanner", "sqlite3"]), default="auto", show_default=True,
+              help="How to read the export: DuckDB's sqlite extension, or Python's sqlite3.")
+def analyze_cmd(path: Path, fmt: str, output: Path | None, rule_dirs, sets, select, fail_on: str,
+                no_cache: bool, cache_dir: Path | None, reader: str) -> None:
+    """Analyze one export (.sqlite from `nsys export --type sqlite`)."""
+    rules = load_rules(rule_dirs)
+    overrides = parse_overrides(sets, rules)
+    unknown = [s for s in select if s not in rules]
+    if unknown:
+        raise UsageError(f"--select: no rule {', '.join(unknown)} (see `nsys-diagnose rules`)")
+    if output:
+        refuse_overwriting_inputs(output, [path])
+    report = analyze(path, rules=rules, overrides=overrides, select=list(select) or None,
+                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader)
+    text = FORMATS[fmt](report)
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    sys.exit(1 if fail_level_reached(report, fail_on) else 0)
+
+
+@cli.command("rules")
+@rules_option
+def rules_cmd(rule_dirs) -> None:
+    """List the rules: id, severity, category and summary."""
+    for rule in sorted(load_rules(rule_dirs).values(), key=lambda r: (r.category, r.id)):
+        click.echo(f"{rule.id:<28} {rule.severity:<8} {rule.category:<10} {rule.summary}")
+
+
+@cli.command("explain")
+@click.argument("rule_id")
+@rules_option
+def explain_cmd(rule_id: str, rule_dirs) -> None:
+    """Print one rule's documentation: what, why, fix, parameters, output columns."""
+    rules = load_rules(rule_dirs)
+    if rule_id not in rules:
+        raise UsageError(f"no rule '{rule_id}' (see `nsys-diagnose rules`)")
+    r = rules[rule_id]
+    lines = [f"{r.id}: {r.title}", f"category {r.category} · severity {r.severity} · {r.status}", "",
+             r.summary, "", "What it detects:", "  " + r.docs.what.strip(), "", "Why it matters:",
+             "  " + r.docs.why.strip(), "", "How to fix:", "  " + r.docs.fix.strip()]
+    needs = r.requires + ([" or ".join(r.requires_any)] if r.requires_any else [])
+    lines += ["", "Requires: " + (", ".join(needs) or "nothing")]
+    if r.params:
+        lines += ["", "Parameters (override with --set " + r.id + ".NAME=VALUE):"]
+        for name, p in r.params.items():
+            lines.append(f"  {name} = {p.default!r} {p.unit} ({p.type}): {p.why.strip()}")
+    if r.columns:
+        lines += ["", "Result columns:"] + [f"  {c}: {d}" for c, d in r.columns.items()]
+    if r.docs.references:
+        lines += ["", "References:"] + [f"  {u}" for u in r.docs.references]
+    click.echo("\n".join(lines))
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("nsys-diagnose: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        click.echo(f"nsys-diagnose: {e.format_message()}", err=True)
+        sys.exit(2)
+    except DiagnoseError as e:
+        click.echo(f"nsys-diagnose: {e}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("nsys-diagnose: interrupted", err=True)
+        sys.exit(130)
+    except Exception as e:  # never a traceback for users; NSYS_DIAGNOSE_DEBUG=1 shows it
+        if os.environ.get("NSYS_DIAGNOSE_DEBUG"):
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        click.echo(f"nsys-diagnose: internal error: {type(e).__name__}: {first}", err=True)
+        sys.exit(2)

@@ -1,0 +1,223 @@
+"""Turn an export into a normalized DuckDB database, cached by the input's content identity.
+
+The first run copies the projected columns into a `.duckdb` file (temporary name, then an
+atomic rename); later runs on the same unchanged export reopen it in well under a second.
+Rules always run on a read-only connection with DuckDB's external access disabled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from . import schema
+from .errors import InputError
+from .reader import discover, make_reader
+
+CACHE_FORMAT = 1  # bump when normalize.sql or schema.py change what the cache holds
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# source table -> alias of its src_* relation in normalize.sql
+ALIASES = {
+    "StringIds": "strings", "CUPTI_ACTIVITY_KIND_KERNEL": "kernel", "CUPTI_ACTIVITY_KIND_MEMCPY": "memcpy",
+    "CUPTI_ACTIVITY_KIND_MEMSET": "memset", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "sync",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": "graph", "CUPTI_ACTIVITY_KIND_RUNTIME": "runtime",
+    "NVTX_EVENTS": "nvtx", "OSRT_API": "osrt", "CUDA_GPU_MEMORY_USAGE_EVENTS": "memusage",
+    "TARGET_INFO_GPU": "gpu", "TARGET_INFO_CUDA_GPU": "cuda_gpu", "TARGET_INFO_CUDA_DEVICE": "cuda_device",
+    "PROCESSES": "processes", "ThreadNames": "threads", "META_DATA_EXPORT": "meta_export",
+    "EXPORT_META_DATA": "export_meta", "META_DATA_CAPTURE": "capture", "TARGET_INFO_SYSTEM_ENV": "sysenv",
+    "ENUM_CUDA_MEMCPY_OPER": "enum_memcpy", "ENUM_CUDA_MEM_KIND": "enum_memkind",
+}
+
+# normalized table -> the source tables it is built from; it is "captured" when any exists.
+VIEW_SOURCES = {
+    "kernels": ["CUPTI_ACTIVITY_KIND_KERNEL"],
+    "memcpys": ["CUPTI_ACTIVITY_KIND_MEMCPY"],
+    "memsets": ["CUPTI_ACTIVITY_KIND_MEMSET"],
+    "graph_launches": ["CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    "gpu_activity": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    "gpu_busy": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                 "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    "device_busy": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                    "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    "api_calls": ["CUPTI_ACTIVITY_KIND_RUNTIME"],
+    "api_categories": [],
+    "syncs": ["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
+    "nvtx_ranges": ["NVTX_EVENTS"],
+    "osrt_calls": ["OSRT_API"],
+    "memory_events": ["CUDA_GPU_MEMORY_USAGE_EVENTS"],
+    "devices": ["TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU", "CUPTI_ACTIVITY_KIND_KERNEL",
+                "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
+    "processes": [],
+    "threads": ["ThreadNames"],
+    "trace_window": [],
+    "export_meta": ["META_DATA_EXPORT", "EXPORT_META_DATA"],
+    "capture_meta": ["META_DATA_CAPTURE"],
+    "system_env": ["TARGET_INFO_SYSTEM_ENV"],
+}
+
+
+@dataclass
+class Trace:
+    """An opened export: a read-only DuckDB connection over the normalized tables."""
+
+    path: Path
+    con: duckdb.DuckDBPyConnection
+    captured: dict[str, bool]
+    reader: str
+    from_cache: bool
+    source_tables: list[str] = field(default_factory=list)
+    _cleanup: Path | None = None
+
+    def close(self) -> None:
+        self.con.close()
+        if self._cleanup is not None:
+            self._cleanup.unlink(missing_ok=True)
+
+
+def check_input(path: Path) -> None:
+    """Cheap checks that give one clear line instead of a database error."""
+    if not path.exists():
+        raise InputError(path, "no such file")
+    if path.is_dir():
+        raise InputError(path, "is a directory, not an export file")
+    try:
+        with path.open("rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise InputError(path, f"cannot be read ({e.strerror or e})") from None
+    if not head:
+        raise InputError(path, "is empty (0 bytes)")
+    if not head.startswith(SQLITE_MAGIC):
+        raise InputError(path, "is not a SQLite database (export it with `nsys export --type sqlite`)")
+    if len(head) < 100:
+        raise InputError(path, "is truncated (shorter than a SQLite header)")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    size = path.stat().st_size
+    if page_size and pages and size < page_size * pages:
+        raise InputError(path, f"is truncated ({size} bytes, header says {page_size * pages})")
+
+
+def content_key(path: Path) -> str:
+    """Identity of the export's content: size, the SQLite header (its change counter moves on
+    every write) and 16 sampled 64 KiB blocks. Cheap on a 10 GB file, unlike a full hash."""
+    h = hashlib.sha256()
+    size = path.stat().st_size
+    h.update(f"{CACHE_FORMAT}|{duckdb.__version__}|{size}|".encode())
+    with path.open("rb") as f:
+        for i in range(17):
+            f.seek(min(size, (size // 16) * i) if i < 16 else max(0, size - 65536))
+            h.update(f.read(65536))
+    return h.hexdigest()[:32]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("NSYS_DIAGNOSE_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nsys-diagnose"
+
+
+def _normalize_sql() -> list[str]:
+    text = resources.files("analyzer").joinpath("sql/normalize.sql").read_text()
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip()]
+
+
+def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[str]]:
+    """Ingest `path` into a new DuckDB file `out`. Returns (reader used, source tables present)."""
+    tables = discover(path)
+    if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
+        raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
+    con = duckdb.connect(str(out))
+    try:
+        con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
+        reader = make_reader(reader_kind, con, path)
+        for table, columns in schema.SOURCES.items():
+            present = tables.get(table)
+            reader.relation(ALIASES[table], table if present is not None else None, columns,
+                            present or set(), schema.ROW_FILTERS.get(table))
+        for stmt in _normalize_sql():
+            con.execute(stmt)
+        present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
+        con.execute("CREATE TABLE captured(view_name VARCHAR, captured BOOLEAN)")
+        con.executemany("INSERT INTO captured VALUES (?, ?)",
+                        [(v, (not srcs) or any(s in tables for s in srcs)) for v, srcs in VIEW_SOURCES.items()])
+        con.execute("CREATE TABLE source_tables(name VARCHAR)")
+        con.executemany("INSERT INTO source_tables VALUES (?)", [(t,) for t in sorted(tables)])
+        con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
+        con.execute("INSERT INTO ingest_info VALUES (?, ?)", [reader.name, CACHE_FORMAT])
+        con.execute("CHECKPOINT")
+        return reader.name, present
+    except duckdb.Error as e:
+        raise InputError(path, f"could not be read: {str(e).splitlines()[0]}") from None
+    finally:
+        if hasattr(reader := locals().get("reader"), "close"):
+            reader.close()
+        con.close()
+
+
+def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
+    # No file access, no extension loading, no ATTACH: a rule sees only the normalized tables.
+    return duckdb.connect(str(db), read_only=True, config={"enable_external_access": False,
+                                                            "autoload_known_extensions": False,
+                                                            "autoinstall_known_extensions": False})
+
+
+def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,
+               reader: str = "auto") -> Trace:
+    p = Path(path)
+    check_input(p)
+    cleanup = None
+    from_cache = False
+    if use_cache:
+        cache_dir = cache_dir or default_cache_dir()
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=cache_dir, delete=True)
+            probe.close()
+        except OSError:
+            use_cache = False
+    if use_cache:
+        db = cache_dir / f"{content_key(p)}.duckdb"
+        if db.exists():
+            try:
+                con = _open_readonly(db)
+                from_cache = True
+            except duckdb.Error:
+                db.unlink(missing_ok=True)  # a cache from another duckdb or a torn write: rebuild
+        if not from_cache:
+            tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+            try:
+                build(p, tmp, reader)
+                os.replace(tmp, db)
+            finally:
+                tmp.unlink(missing_ok=True)
+                Path(str(tmp) + ".wal").unlink(missing_ok=True)
+            con = _open_readonly(db)
+    else:
+        fd, name = tempfile.mkstemp(suffix=".duckdb", prefix="nsys-diagnose-")
+        os.close(fd)
+        db = Path(name)
+        db.unlink()  # duckdb wants to create the file itself
+        try:
+            build(p, db, reader)
+        except BaseException:
+            db.unlink(missing_ok=True)
+            raise
+        con = _open_readonly(db)
+        cleanup = db
+    captured = dict(con.execute("SELECT view_name, captured FROM captured").fetchall())
+    used = con.execute("SELECT reader FROM ingest_info").fetchone()[0]
+    sources = [r[0] for r in con.execute("SELECT name FROM source_tables").fetchall()]
+    return Trace(p, con, captured, used, from_cache, sources, cleanup)

@@ -1,0 +1,44 @@
+"""Whole-trace figures of the report's `metrics` block (definitions in README, JSON contract)."""
+
+from __future__ import annotations
+
+import duckdb
+
+from .model import DeviceMetrics, Metrics, ProcessMetrics
+
+
+def _pct(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 3) if whole else 0.0
+
+
+def compute(con: duckdb.DuckDBPyConnection) -> Metrics:
+    start, end, span = con.execute("SELECT start_ns, end_ns, coalesce(span_ns, 0) FROM trace_window").fetchone()
+    devices = con.execute("""
+        SELECT b.device_id, any_value(d.name), sum(b.duration_ns)::BIGINT
+        FROM device_busy b LEFT JOIN devices d USING (device_id) GROUP BY b.device_id ORDER BY b.device_id
+    """).fetchall()
+    procs = con.execute("""
+        SELECT b.pid, any_value(p.name), b.device_id, sum(b.duration_ns)::BIGINT
+        FROM gpu_busy b LEFT JOIN processes p USING (pid) GROUP BY b.pid, b.device_id ORDER BY b.device_id, b.pid
+    """).fetchall()
+    (k_ns, k_n), (c_ns, c_n), (s_ns, s_n), (a_ns, a_n) = (
+        con.execute(f"SELECT coalesce(sum(duration_ns), 0)::BIGINT, count(*) FROM {t}").fetchone()
+        for t in ("kernels", "memcpys", "memsets", "api_calls"))
+    busy = sum(d[2] for d in devices)
+    return Metrics(
+        span_ns=span, window_start_ns=start, window_end_ns=end,
+        gpu_busy_ns=busy, gpu_utilization_pct=_pct(busy, span * len(devices)),
+        kernel_ns=k_ns, memcpy_ns=c_ns, memset_ns=s_ns, kernel_count=k_n,
+        memcpy_count=c_n, memset_count=s_n, api_ns=a_ns, api_count=a_n,
+        devices=[DeviceMetrics(device_id=d, name=n, busy_ns=b, utilization_pct=_pct(b, span))
+                 for d, n, b in devices],
+        processes=[ProcessMetrics(pid=p, name=n, device_id=d, busy_ns=b, utilization_pct=_pct(b, span))
+                   for p, n, d, b in procs],
+    )
+
+
+def export_versions(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str | None]:
+    """(nsys version, export schema version) from META_DATA_EXPORT / EXPORT_META_DATA; None when
+    the export predates both tables (before 2021.4)."""
+    meta = dict(con.execute("SELECT name, value FROM export_meta").fetchall())
+    return meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION")

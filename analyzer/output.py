@@ -1,0 +1,28 @@
+"""Writing outputs safely: atomically (temporary file, then rename), never over an input."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import UsageError
+
+
+def refuse_overwriting_inputs(output: Path, inputs: list[Path]) -> None:
+    out = output.resolve()
+    for p in inputs:
+        if p.exists() and out.exists() and os.path.samefile(out, p) or out == p.resolve():
+            raise UsageError(f"{output}: output path is an input file; refusing to overwrite it")
+
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,144 @@
+"""Read an nsys SQLite export, read-only, into DuckDB.
+
+Two readers, one contract: given a source table and the columns wanted, give DuckDB a
+relation `src_<alias>` with exactly those columns (a typed NULL where the export lacks one).
+- `scanner`: DuckDB's own sqlite extension, loaded from the PyPI wheel's files (never from the
+  network; signature check on). Parallel and column-projected: the fast path.
+- `sqlite3`: Python's sqlite3 streaming Arrow batches, for platforms without the wheel.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import pyarrow as pa
+
+from .errors import InputError
+
+BATCH_ROWS = 65536
+_ARROW = {"BIGINT": pa.int64(), "VARCHAR": pa.string(), "DOUBLE": pa.float64()}
+_SQLITE_CAST = {"BIGINT": "INTEGER", "VARCHAR": "TEXT", "DOUBLE": "REAL"}
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def scanner_extension_path() -> str | None:
+    """The sqlite_scanner binary shipped by the duckdb-extension-sqlite-scanner wheel, if installed."""
+    try:
+        import duckdb_extension_sqlite_scanner as ext
+    except ImportError:
+        return None
+    found = glob.glob(os.path.join(os.path.dirname(ext.__file__), "extensions", "*", "*.duckdb_extension"))
+    return found[0] if found else None
+
+
+def open_sqlite(path: Path) -> sqlite3.Connection:
+    """Open the export read-only and immutable: SQLite takes no lock and writes nothing."""
+    uri = "file:" + quote_uri(str(path.resolve())) + "?mode=ro&immutable=1"
+    con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    return con
+
+
+def quote_uri(p: str) -> str:
+    from urllib.parse import quote as q
+
+    return q(p, safe="/")
+
+
+def discover(path: Path) -> dict[str, set[str]]:
+    """Tables of the export and their columns; raises InputError if it is not readable SQLite."""
+    try:
+        con = open_sqlite(path)
+        try:
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            return {t: {r[1] for r in con.execute(f"PRAGMA table_info({quote(t)})")} for t in names}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        raise InputError(path, f"not a readable SQLite database ({e})") from None
+
+
+def _select_list(columns: dict[str, str], present: set[str], cast) -> str:
+    parts = []
+    for col, typ in columns.items():
+        if col in present:
+            parts.append(f"{cast(quote(col), typ)} AS {quote(col)}")
+        else:
+            parts.append(f"CAST(NULL AS {typ}) AS {quote(col)}")
+    return ", ".join(parts)
+
+
+class ScannerReader:
+    name = "scanner"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, extension: str):
+        con.execute(f"LOAD {sql_string(extension)}")
+        self.con, self.path = con, path
+
+    def relation(self, alias: str, table: str | None, columns: dict[str, str], present: set[str],
+                 where: str | None = None) -> None:
+        cols = _select_list(columns, present, lambda c, t: c)
+        if table is None:
+            self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} WHERE false")
+            return
+        filt = f" WHERE {where}" if where else ""
+        self.con.execute(
+            f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} FROM sqlite_scan({sql_string(str(self.path))}, "
+            f"{sql_string(table)}){filt}")
+
+
+class Sqlite3Reader:
+    name = "sqlite3"
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
+        self.con, self.path = con, path
+        self.src = open_sqlite(path)
+
+    def relation(self, alias: str, table: str | None, columns: dict[str, str], present: set[str],
+                 where: str | None = None) -> None:
+        schema = pa.schema([(c, _ARROW[t]) for c, t in columns.items()])
+        batches = self._batches(table, columns, present, where, schema) if table else iter(())
+        reader = pa.RecordBatchReader.from_batches(schema, batches)
+        # A stream can be read once; later statements need the rows again, so materialize.
+        self.con.register(f"_arrow_{alias}", reader)
+        self.con.execute(f"CREATE TEMP TABLE src_{alias} AS SELECT * FROM _arrow_{alias}")
+        self.con.unregister(f"_arrow_{alias}")
+
+    def _batches(self, table, columns, present, where, schema) -> Iterator[pa.RecordBatch]:
+        cols = _select_list(columns, present, lambda c, t: f"CAST({c} AS {_SQLITE_CAST[t]})")
+        filt = f" WHERE {where}" if where else ""
+        cur = self.src.execute(f"SELECT {cols} FROM {quote(table)}{filt}")
+        names = list(columns)
+        while rows := cur.fetchmany(BATCH_ROWS):
+            data = list(zip(*rows))
+            yield pa.RecordBatch.from_arrays([pa.array(data[i], type=schema.field(i).type)
+                                              for i in range(len(names))], schema=schema)
+
+    def close(self) -> None:
+        self.src.close()
+
+
+def sql_string(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path):
+    """`auto` takes the scanner when its wheel is installed and loads, else sqlite3."""
+    if kind in ("auto", "scanner"):
+        ext = scanner_extension_path()
+        if ext:
+            try:
+                return ScannerReader(con, path, ext)
+            except duckdb.Error:
+                if kind == "scanner":
+                    raise
+        elif kind == "scanner":
+            raise InputError(path, "reader 'scanner' needs the duckdb-extension-sqlite-scanner wheel")
+    return Sqlite3Reader(con, path)

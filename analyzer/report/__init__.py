@@ -1,0 +1,1 @@
+"""Reporters: each exposes render(report) -> str."""

@@ -1,0 +1,96 @@
+"""The Markdown report: headline, ranked findings with evidence and fix, then the tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..model import Report, RuleResult
+from ..units import SPECS, duration, pct
+
+TABLE_ROWS = 10
+
+
+def cell_format(column: str):
+    """Unit of a result column, from its name: *_ns durations, *_pct shares, bytes, rates."""
+    if column.endswith("bytes_per_s"):
+        return SPECS["rate"]
+    if column.endswith(("start_ns", "end_ns")) or column in ("ts_ns",):
+        return SPECS["ts"]
+    if column.endswith("_ns"):
+        return SPECS["dur"]
+    if column.endswith("_pct"):
+        return SPECS["pct"]
+    if column == "bytes" or column.endswith("_bytes"):
+        return SPECS["bytes"]
+    return None
+
+
+def cell(column: str, value: Any) -> str:
+    if value is None:
+        return ""
+    fmt = cell_format(column)
+    if fmt:
+        return fmt(value)
+    if isinstance(value, float):
+        return f"{value:,.3g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    text = str(value).replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def header(column: str) -> str:
+    """Column title without the unit suffix: the cells carry their units."""
+    for suffix in ("_ns", "_pct"):
+        if column.endswith(suffix) and not column.endswith("bytes_per_s"):
+            return column[: -len(suffix)]
+    return column
+
+
+def table(result: RuleResult) -> list[str]:
+    if not result.rows:
+        return []
+    cols = result.display or list(result.rows[0])[:8]
+    lines = ["| " + " | ".join(header(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    for row in result.rows[:TABLE_ROWS]:
+        lines.append("| " + " | ".join(cell(c, row.get(c)) for c in cols) + " |")
+    more = result.row_count - min(len(result.rows), TABLE_ROWS)
+    if more > 0:
+        lines.append(f"\n{more:,} more rows in the JSON report (`--format json`).")
+    return lines
+
+
+def render(report: Report) -> str:
+    m = report.metrics
+    inp = report.input
+    version = inp.nsys_version or "unknown (before 2021.4)"
+    out = [f"# nsys-diagnose: {Path(inp.path).name}", "", f"**{report.headline}**", ""]
+    out.append(
+        f"nsys {version} (export schema {inp.export_schema_version or 'n/a'}) · trace window "
+        f"{duration(m.span_ns)} · GPU busy {duration(m.gpu_busy_ns)} ({pct(m.gpu_utilization_pct)} of "
+        f"{len(m.devices)} device(s) x window) · {m.kernel_count:,} kernels · {m.memcpy_count:,} memcpys · "
+        f"{m.memset_count:,} memsets · {m.api_count:,} CUDA API calls")
+    out += ["", "## Findings", ""]
+    if not report.findings:
+        out.append("None: no rule fired.")
+    for i, f in enumerate(report.findings, 1):
+        stake = f" · at stake: {duration(f.impact_ns)}" if f.impact_ns is not None else ""
+        out.append(f"{i}. **{f.severity}** `{f.rule_id}`{stake}: {f.message}")
+        out.append(f"   - Fix: {f.fix.strip()}")
+    if m.devices:
+        out += ["", "## Devices", "", "| device | name | busy | utilization |", "|---|---|---|---|"]
+        for d in m.devices:
+            out.append(f"| {d.device_id} | {d.name or 'unknown'} | {duration(d.busy_ns)} | {pct(d.utilization_pct)} |")
+    if len(m.processes) > 1:
+        out += ["", "## Processes", "", "| pid | name | device | busy | utilization |", "|---|---|---|---|---|"]
+        for p in m.processes:
+            out.append(f"| {p.pid} | {cell('name', p.name)} | {p.device_id} | {duration(p.busy_ns)} | {pct(p.utilization_pct)} |")
+    out += ["", "## Rules", "", "| rule | status | findings | note |", "|---|---|---|---|"]
+    for r in report.rules:
+        out.append(f"| `{r.id}` | {r.status} | {len(r.findings)} | {cell('reason', r.reason)} |")
+    for r in report.rules:
+        rows = table(r)
+        if rows:
+            out += ["", f"## {r.title} (`{r.id}`)", "", *rows]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,64 @@
+"""Human units for messages and tables: every number printed carries its unit."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+
+def duration(ns: float | None) -> str:
+    if ns is None:
+        return "n/a"
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}" if abs(ns) < 100 * scale else f"{ns / scale:,.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def size(b: float | None) -> str:
+    if b is None:
+        return "n/a"
+    b = float(b)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def rate(bytes_per_s: float | None) -> str:
+    return "n/a" if bytes_per_s is None else f"{float(bytes_per_s) / 1e9:.3g} GB/s"
+
+
+def pct(p: float | None) -> str:
+    return "n/a" if p is None else f"{float(p):.1f} %"
+
+
+def timestamp(ns: float | None) -> str:
+    """A point on the session timeline, in seconds from the start of the session clock."""
+    return "n/a" if ns is None else f"{float(ns) / 1e9:.3f} s"
+
+
+SPECS = {"dur": duration, "bytes": size, "rate": rate, "pct": pct, "ts": timestamp,
+         "n": lambda v: "n/a" if v is None else f"{v:,}", "x": lambda v: "n/a" if v is None else f"{float(v):.2g}x"}
+
+
+class MessageFormatter(string.Formatter):
+    """str.format with unit specs ({x:dur}, {x:bytes}, {x:pct}, {x:rate}, {x:ts}, {x:n}, {x:x}).
+    Field names are plain column names only: no attribute or index access from rule files."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        if not field_name.isidentifier():
+            raise KeyError(f"'{field_name}' is not a plain column name")
+        return kwargs[field_name], field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec in SPECS:
+            return SPECS[format_spec](value)
+        if value is None:
+            return "n/a"
+        return format(value, format_spec)
+
+
+def render(template: str, row: dict[str, Any]) -> str:
+    return MessageFormatter().vformat(template, (), row)

@@ -1,0 +1,21 @@
+-- One row per transfer kind (memcpy direction, or memset), most GPU time first.
+WITH ops AS (
+  SELECT kind, host_memory, duration_ns, bytes FROM memcpys
+  UNION ALL SELECT 'memset', NULL, duration_ns, bytes FROM memsets),
+busy AS (SELECT nullif(sum(duration_ns), 0) AS busy_ns FROM device_busy)
+SELECT kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
+       avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
+       min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
+       -- bytes per ns is GB/s; times 1e9 gives bytes/s
+       round(sum(bytes) * 1e9 / nullif(sum(duration_ns), 0), 0) AS bytes_per_s,
+       round(100.0 * sum(duration_ns) / any_value(busy.busy_ns), 2) AS busy_share_pct,
+       count(*) FILTER (WHERE host_memory = 'pageable') AS pageable_count,
+       coalesce(sum(bytes) FILTER (WHERE host_memory = 'pageable'), 0) AS pageable_bytes,
+       coalesce(sum(duration_ns) FILTER (WHERE host_memory = 'pageable'), 0) AS pageable_ns,
+       count(*) FILTER (WHERE host_memory = 'pinned') AS pinned_count,
+       coalesce(sum(bytes) FILTER (WHERE host_memory = 'pinned'), 0) AS pinned_bytes,
+       round(100.0 * coalesce(sum(bytes) FILTER (WHERE host_memory = 'pageable'), 0)
+             / nullif(sum(bytes), 0), 2) AS pageable_bytes_pct
+FROM ops CROSS JOIN busy
+GROUP BY kind
+ORDER BY total_ns DESC, kind
