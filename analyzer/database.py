@@ -20,7 +20,7 @@ from . import schema
 from .errors import InputError
 from .reader import discover, make_reader
 
-CACHE_FORMAT = 1  # bump when normalize.sql or schema.py change what the cache holds
+CACHE_FORMAT = 1  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # source table -> alias of its src_* relation in normalize.sql
@@ -112,7 +112,7 @@ def content_key(path: Path) -> str:
     every write) and 16 sampled 64 KiB blocks. Cheap on a 10 GB file, unlike a full hash."""
     h = hashlib.sha256()
     size = path.stat().st_size
-    h.update(f"{CACHE_FORMAT}|{duckdb.__version__}|{size}|".encode())
+    h.update(f"{_ingest_fingerprint()}|{size}|".encode())
     with path.open("rb") as f:
         for i in range(17):
             f.seek(min(size, (size // 16) * i) if i < 16 else max(0, size - 65536))
@@ -128,10 +128,23 @@ def default_cache_dir() -> Path:
     return Path(base) / "nsys-diagnose"
 
 
-def _normalize_sql() -> list[str]:
-    text = resources.files("analyzer").joinpath("sql/normalize.sql").read_text()
+def _sql_files() -> list[tuple[str, str]]:
+    """The ingest SQL files of analyzer/sql/, in name order (10_normalize.sql first)."""
+    folder = resources.files("analyzer").joinpath("sql")
+    return sorted((f.name, f.read_text()) for f in folder.iterdir() if f.name.endswith(".sql"))
+
+
+def _statements(text: str) -> list[str]:
     lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("--")]
     return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip()]
+
+
+def _ingest_fingerprint() -> str:
+    """Changes whenever what the cache holds could change: the SQL, the projection, the version."""
+    h = hashlib.sha256(f"{CACHE_FORMAT}|{duckdb.__version__}|{schema.SOURCES!r}|{schema.ROW_FILTERS!r}".encode())
+    for name, text in _sql_files():
+        h.update(name.encode() + text.encode())
+    return h.hexdigest()
 
 
 def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[str]]:
@@ -147,8 +160,9 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
             present = tables.get(table)
             reader.relation(ALIASES[table], table if present is not None else None, columns,
                             present or set(), schema.ROW_FILTERS.get(table))
-        for stmt in _normalize_sql():
-            con.execute(stmt)
+        for _, text in _sql_files():
+            for stmt in _statements(text):
+                con.execute(stmt)
         present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
         con.execute("CREATE TABLE captured(view_name VARCHAR, captured BOOLEAN)")
         con.executemany("INSERT INTO captured VALUES (?, ?)",

@@ -2,7 +2,7 @@
 -- table, every column of schema.py present, NULL where the export lacks it).
 -- Units: times in ns (session clock), sizes in bytes. pid/tid are OS ids decoded from nsys's
 -- serialized globalPid/globalTid (bits 24-47 = pid, bits 0-23 = tid).
--- Statements are separated by ';' at line end; each runs once at ingest, never per rule.
+-- Statements end with ";" at line end. Files in analyzer/sql/ run in name order at ingest, never per rule.
 
 CREATE MACRO nsys_pid(g) AS (g >> 24) & 16777215;
 CREATE MACRO nsys_tid(g) AS g & 16777215;

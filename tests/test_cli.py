@@ -1,0 +1,105 @@
+"""The command line, run as users run it: exit codes, one-line errors, the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import FIXTURES, ROOT
+
+EXPORT = FIXTURES / "exports" / "dataloader_bound.sqlite"
+
+
+def run(*args: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=120)
+
+
+def test_markdown_by_default_says_the_gpu_idles():
+    r = run(EXPORT)
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()[2]
+    assert "idle" in first and "GPU 0" in first
+    assert "## Findings" in r.stdout
+
+
+def test_json_contract(tmp_path):
+    out = tmp_path / "r.json"
+    r = run(EXPORT, "--format", "json", "-o", out)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["schema_version"] == 1
+    assert set(doc["input"]) >= {"path", "nsys_version", "export_schema_version"}
+    assert set(doc["metrics"]) >= {"span_ns", "gpu_busy_ns", "gpu_utilization_pct", "kernel_ns", "memcpy_ns",
+                                   "memset_ns", "kernel_count", "devices"}
+    assert set(doc["metrics"]["devices"][0]) >= {"device_id", "busy_ns", "utilization_pct"}
+    by_id = {r["id"]: r for r in doc["rules"]}
+    assert set(by_id) >= {"gpu-idle-gaps", "cuda-api-overhead", "transfer-share", "hot-kernels"}
+    for rule in doc["rules"]:
+        assert rule["status"] in ("fired", "passed", "skipped", "error")
+        assert {"id", "status", "reason", "findings", "rows"} <= set(rule)
+    required = {"hot-kernels": {"name", "instances", "total_ns"}, "cuda-api-overhead": {"api", "calls", "total_ns"},
+                "transfer-share": {"kind", "count", "total_ns", "bytes"},
+                "gpu-idle-gaps": {"device_id", "pid", "start_ns", "end_ns", "duration_ns"}}
+    for rule_id, cols in required.items():
+        assert by_id[rule_id]["rows"] and cols <= set(by_id[rule_id]["rows"][0])
+    m = doc["metrics"]
+    assert 0 <= m["gpu_utilization_pct"] <= 100
+    assert m["gpu_busy_ns"] == sum(d["busy_ns"] for d in m["devices"])
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["/no/such/file.sqlite"], "no such file"),
+    ([FIXTURES], "is a directory"),
+    ([ROOT / "pyproject.toml"], "not a SQLite database"),
+    ([EXPORT, "--set", "nope"], "expected ID.PARAM=VALUE"),
+    ([EXPORT, "--set", "hot-kernels.nope=1"], "has no parameter"),
+    ([EXPORT, "--set", "hot-kernels.top_n=abc"], "not a valid int"),
+    ([EXPORT, "--select", "no-such-rule"], "no rule"),
+    ([EXPORT, "-o", EXPORT], "refusing to overwrite"),
+    (["explain", "no-such-rule"], "no rule"),
+])
+def test_errors_are_one_line_exit_2(args, needle):
+    r = run(*args)
+    assert r.returncode == 2
+    assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_fail_on_sets_exit_code():
+    assert run(EXPORT, "--fail-on", "warning").returncode == 1
+    assert run(EXPORT, "--fail-on", "never").returncode == 0
+
+
+def test_set_overrides_a_parameter(tmp_path):
+    out = tmp_path / "r.json"
+    run(EXPORT, "--format", "json", "-o", out, "--set", "gpu-idle-gaps.min_gap_ns=500000000")
+    gaps = next(r for r in json.loads(out.read_text())["rules"] if r["id"] == "gpu-idle-gaps")["rows"]
+    assert gaps and all(g["duration_ns"] > 500_000_000 for g in gaps)
+
+
+def test_rules_and_explain():
+    listing = run("rules").stdout
+    for rule_id in ("gpu-idle-gaps", "cuda-api-overhead", "transfer-share", "hot-kernels"):
+        assert rule_id in listing
+    doc = run("explain", "gpu-idle-gaps").stdout
+    assert "What it detects" in doc and "min_gap_ns" in doc and "How to fix" in doc
+
+
+def test_user_rule_folder(tmp_path):
+    rules = tmp_path / "myrules" / "custom"
+    rules.mkdir(parents=True)
+    (rules / "many-kernels.yaml").write_text(
+        "id: many-kernels\ntitle: Many kernels\ncategory: custom\nseverity: error\nsummary: Too many kernels.\n"
+        "docs: {what: counts kernels, why: each costs a launch, fix: fuse them}\nrequires: [kernels]\n"
+        "params:\n  max_kernels: {type: int, default: 10, unit: count, why: a tiny budget for the test}\n"
+        "columns: {n: kernels}\nfindings:\n  - when: n > $max_kernels\n    message: '{n:n} kernels'\n")
+    (rules / "many-kernels.sql").write_text("SELECT count(*) AS n FROM kernels")
+    r = run(EXPORT, "--rules", tmp_path / "myrules", "--select", "many-kernels")
+    assert r.returncode == 1 and "700 kernels" in r.stdout
+    (rules / "many-kernels.yaml").write_text((rules / "many-kernels.yaml").read_text() + "sevrity: info\n")
+    r = run("rules", "--rules", tmp_path / "myrules")
+    assert r.returncode == 2 and "many-kernels.yaml:14" in r.stderr and "unknown key" in r.stderr

@@ -1,0 +1,60 @@
+"""Ingestion: both readers agree, the input is untouched, absent tables are 'not captured'."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from analyzer.analyze import analyze
+from analyzer.database import open_trace
+
+from .conftest import FIXTURES, H200, h200_names, needs_shared
+
+TABLES = ["kernels", "memcpys", "memsets", "api_calls", "syncs", "nvtx_ranges", "graph_launches",
+          "gpu_busy", "device_busy", "devices", "processes", "threads", "memory_events", "osrt_calls"]
+
+
+def digest(trace, table: str) -> tuple[int, str]:
+    rows = trace.con.execute(f"SELECT * FROM {table}").fetchall()
+    return len(rows), hashlib.sha256(repr(sorted(map(repr, rows))).encode()).hexdigest()
+
+
+@needs_shared
+@pytest.mark.parametrize("name", h200_names())
+def test_sqlite3_fallback_reader_gives_identical_tables(name):
+    a = open_trace(H200 / f"{name}.sqlite", use_cache=False, reader="scanner")
+    b = open_trace(H200 / f"{name}.sqlite", use_cache=False, reader="sqlite3")
+    try:
+        assert (a.reader, b.reader) == ("scanner", "sqlite3")
+        for table in TABLES:
+            assert digest(a, table) == digest(b, table), table
+    finally:
+        a.close()
+        b.close()
+
+
+def test_input_is_byte_identical_after_analysis(tmp_path):
+    src = FIXTURES / "exports" / "dataloader_bound.sqlite"
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    for reader in ("scanner", "sqlite3"):
+        analyze(src, use_cache=False, reader=reader)
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == before
+
+
+def test_cache_is_reused_and_gives_the_same_report(tmp_path):
+    src = FIXTURES / "exports" / "compute_fp32.sqlite"
+    first = analyze(src, cache_dir=tmp_path)
+    second = analyze(src, cache_dir=tmp_path)
+    assert not first.input.from_cache and second.input.from_cache
+    strip = lambda r: [x.model_dump(exclude={"seconds"}) for x in r.rules]  # noqa: E731
+    assert strip(first) == strip(second)
+    assert len(list(tmp_path.glob("*.duckdb"))) == 1
+
+
+def test_absent_tables_are_not_captured():
+    trace = open_trace(FIXTURES / "exports" / "compute_fp32.sqlite", use_cache=False)
+    try:
+        assert trace.captured["kernels"] and not trace.captured["memcpys"] and not trace.captured["memsets"]
+    finally:
+        trace.close()

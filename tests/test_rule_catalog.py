@@ -1,0 +1,66 @@
+"""Lint of the rule catalog itself: what every rule must carry."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from analyzer.catalog import builtin_rules_dir, load_rules
+from analyzer.database import open_trace
+from analyzer.engine import check_sql
+
+from .conftest import FIXTURES
+
+RULES = load_rules()
+
+
+def test_rule_ids_unique_and_match_folders():
+    for path in builtin_rules_dir().rglob("*.yaml"):
+        rule = RULES[path.stem]
+        assert rule.category == path.parent.name, f"{path}: category must equal its folder"
+
+
+@pytest.mark.parametrize("rule_id", sorted(RULES))
+def test_rule_has_fixtures_that_fire_and_stay_quiet(rule_id):
+    folder = FIXTURES / "rules" / rule_id
+    assert list(folder.glob("fires-*.yaml")), f"{rule_id}: no fires-* fixture in {folder}"
+    assert list(folder.glob("quiet-*.yaml")), f"{rule_id}: no quiet-* fixture in {folder}"
+
+
+@pytest.mark.parametrize("rule_id", sorted(RULES))
+def test_rule_docs_and_params_complete(rule_id):
+    rule = RULES[rule_id]
+    assert rule.summary and rule.docs.what and rule.docs.why and rule.docs.fix
+    assert rule.findings, "a rule without findings never says anything"
+    assert rule.requires or rule.requires_any, "declare the normalized tables the rule reads"
+    for name, p in rule.params.items():
+        assert f"${name}" in rule.sql or any(f"${name}" in f.when for f in rule.findings), f"unused param {name}"
+
+
+@pytest.fixture(scope="module")
+def empty_trace(tmp_path_factory):
+    from .synth import write_export
+
+    path = write_export({"StringIds": [{"id": 1, "value": "k"}]}, tmp_path_factory.mktemp("e") / "e.sqlite")
+    trace = open_trace(path, use_cache=False)
+    yield trace
+    trace.close()
+
+
+@pytest.mark.parametrize("rule_id", sorted(RULES))
+def test_rule_sql_is_one_select_and_columns_documented(rule_id, empty_trace):
+    rule = RULES[rule_id]
+    check_sql(empty_trace.con, rule)
+    params = {k: p.default for k, p in rule.params.items()}
+    used = empty_trace.con.extract_statements(rule.sql)[0].named_parameters
+    rel = empty_trace.con.execute(rule.sql, {k: v for k, v in params.items() if k in used})
+    columns = [d[0] for d in rel.description]
+    assert columns == list(rule.columns), "the YAML `columns:` must list the SQL's result columns, in order"
+    assert set(rule.display) <= set(columns)
+
+
+def test_rule_sql_cannot_write_or_read_files(empty_trace):
+    for sql in ("CREATE TABLE x AS SELECT 1", "COPY kernels TO '/tmp/x.csv'",
+                "SELECT * FROM read_csv('/etc/passwd')", "ATTACH '/tmp/x.db' AS x"):
+        with pytest.raises(duckdb.Error):
+            empty_trace.con.execute(sql)
