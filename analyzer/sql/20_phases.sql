@@ -1,0 +1,198 @@
+-- Phases of a run: the NVTX stack, training steps, and the steady-state window per process.
+-- Runs at ingest after 10_normalize.sql. Ingest SQL takes no CLI parameters, so the knobs are
+-- data in small tables below (step_patterns, phase_settings): to change them, edit the INSERTs
+-- here (the cache key hashes this file, so every export is re-ingested with the new values).
+
+-- Names of NVTX ranges that mark one training/iteration step (ILIKE, case-insensitive).
+-- Lower priority wins when a process has several kinds. Suffix patterns such as '%step' are
+-- left out on purpose: PyTorch's "Optimizer.step#Adam.step" is a phase inside a step.
+CREATE TABLE step_patterns(priority INTEGER, pattern VARCHAR);
+INSERT INTO step_patterns VALUES
+  (1, 'ProfilerStep#%'),
+  (2, 'train_step%'), (2, 'training_step%'), (2, 'train step%'), (2, 'training step%'),
+  (2, 'train_iter%'), (2, 'train iteration%'),
+  (3, 'step'), (3, 'step %'), (3, 'step_%'), (3, 'step#%'), (3, 'step:%'), (3, 'step-%'),
+  (4, 'iteration'), (4, 'iteration %'), (4, 'iteration_%'), (4, 'iteration#%'), (4, 'iteration:%'),
+  (4, 'iter'), (4, 'iter %'), (4, 'iter_%'), (4, 'iter#%'), (4, 'iter:%'),
+  (5, 'batch'), (5, 'batch %'), (5, 'batch_%'), (5, 'batch#%'), (5, 'batch:%');
+
+-- min_steps: fewest repetitions that make a loop (fewer is set-up code, not a loop).
+-- min_period_ns: shortest step a marker kernel or sync may define (faster repeats are
+--   kernels inside one step, not steps). max_period_cv: how regular a marker's period must be
+--   (standard deviation over mean of the intervals between its occurrences).
+CREATE TABLE phase_settings(name VARCHAR, value DOUBLE);
+INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), ('max_period_cv', 0.5);
+
+-- The per-thread NVTX stack, by one sort of push/pop events (linear, no interval join).
+-- depth: 0 for a top-level push/pop range; parent_id: the enclosing range on the same thread.
+-- At equal timestamps ends sort before starts (back-to-back siblings), outer starts before inner
+-- ones, and a zero-length range's end after its own start. Start/end ranges (which may cross
+-- threads and overlap freely) get no depth or parent.
+CREATE TABLE nvtx_tree AS
+WITH r AS (
+  SELECT row_number() OVER (ORDER BY global_tid, start_ns, end_ns DESC, name) AS range_id, *
+  FROM nvtx_ranges),
+stacked AS (SELECT * FROM r WHERE style = 'push_pop' AND same_thread),
+ev AS (
+  SELECT global_tid, range_id, start_ns AS ts, 1 AS ord, -end_ns AS tie, 1 AS delta FROM stacked
+  UNION ALL
+  SELECT global_tid, range_id, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, -1 FROM stacked),
+seq AS (
+  SELECT *, row_number() OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id) AS seq,
+         coalesce(sum(delta) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS open_before
+  FROM ev),
+starts AS (SELECT global_tid, range_id, seq, open_before AS depth FROM seq WHERE delta = 1),
+parented AS (
+  SELECT c.range_id, c.depth, c.seq, p.range_id AS parent_id
+  FROM starts c ASOF LEFT JOIN starts p
+    ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND p.seq < c.seq)
+SELECT r.range_id, r.pid, r.tid, r.global_tid, r.start_ns, r.end_ns, r.duration_ns, r.name, r.domain,
+       r.style, p.depth, p.parent_id, p.seq AS start_seq
+FROM r LEFT JOIN parented p USING (range_id);
+
+-- Pattern priority per distinct range name (names repeat: match each once).
+CREATE TEMP TABLE step_names AS
+SELECT n.name, min(sp.priority) AS priority
+FROM (SELECT DISTINCT name FROM nvtx_tree) n JOIN step_patterns sp ON n.name ILIKE sp.pattern GROUP BY n.name;
+
+-- Candidate step ranges by name: one group per (process, thread, pattern, depth).
+CREATE TEMP TABLE named_step_groups AS
+WITH hits AS (SELECT t.*, sn.priority FROM nvtx_tree t JOIN step_names sn USING (name)),
+grouped AS (
+  SELECT pid, tid, global_tid, priority, coalesce(depth, 0) AS depth, count(*) AS n,
+         -- ProfilerStep#1, #2, ... differ per step: the group's name is its first range's
+         arg_min(name, start_ns) AS first_name
+  FROM hits GROUP BY pid, tid, global_tid, priority, coalesce(depth, 0))
+SELECT *, row_number() OVER (PARTITION BY pid ORDER BY priority, n DESC, depth, tid) AS choice
+FROM grouped WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_steps');
+
+CREATE TEMP TABLE named_steps AS
+SELECT t.pid, t.tid, t.name, t.start_ns, t.end_ns
+FROM named_step_groups g JOIN nvtx_tree t
+  ON t.global_tid = g.global_tid AND coalesce(t.depth, 0) = g.depth
+JOIN step_names sn ON sn.name = t.name AND sn.priority = g.priority
+WHERE g.choice = 1;
+
+-- No step-named ranges: a repeating sequence of push/pop ranges (e.g. "Data Loading",
+-- "Model Computation", "Backward Pass" every step). On the shallowest depth of a thread where
+-- some name repeats, the names repeated most often form the sequence; its earliest-starting
+-- name opens each step, which lasts until the next one opens.
+CREATE TEMP TABLE sequence_steps AS
+WITH names AS (
+  SELECT pid, tid, global_tid, depth, name, count(*) AS n, min(start_ns) AS first_start
+  FROM nvtx_tree WHERE depth IS NOT NULL
+    AND pid NOT IN (SELECT pid FROM named_steps)
+  GROUP BY pid, tid, global_tid, depth, name
+  HAVING count(*) >= (SELECT value FROM phase_settings WHERE name = 'min_steps')),
+levels AS (
+  SELECT pid, tid, global_tid, depth, max(n) AS k, sum(n) AS ranges,
+         row_number() OVER (PARTITION BY pid ORDER BY depth, max(n) DESC, sum(n) DESC, tid) AS choice
+  FROM names GROUP BY pid, tid, global_tid, depth),
+seq_names AS (
+  SELECT n.*, row_number() OVER (PARTITION BY n.pid ORDER BY n.first_start, n.name) AS pos
+  FROM names n JOIN levels l USING (pid, tid, global_tid, depth)
+  WHERE l.choice = 1 AND n.n = l.k),
+leader AS (SELECT * FROM seq_names WHERE pos = 1),
+members AS (
+  SELECT t.pid, t.tid, t.start_ns, t.end_ns, t.name, t.name = ld.name AS is_leader
+  FROM nvtx_tree t JOIN leader ld ON t.global_tid = ld.global_tid AND t.depth = ld.depth
+  WHERE t.name IN (SELECT s.name FROM seq_names s WHERE s.pid = ld.pid)),
+opened AS (
+  SELECT *, sum(CASE WHEN is_leader THEN 1 ELSE 0 END) OVER (PARTITION BY pid ORDER BY start_ns, end_ns
+                                                             ROWS UNBOUNDED PRECEDING) AS step_no
+  FROM members)
+SELECT pid, any_value(tid) AS tid, step_no, arg_min(name, start_ns) AS name,
+       min(start_ns) AS start_ns, max(end_ns) AS last_end_ns
+FROM opened WHERE step_no > 0 GROUP BY pid, step_no;
+
+-- No NVTX loop either: the regular recurrence of a kernel (GPU start times) or of a
+-- synchronizing API call (host start times). The most regular marker wins, then the one with
+-- the most occurrences: one occurrence per step.
+CREATE TEMP TABLE repeated_steps AS
+WITH markers AS (
+  SELECT pid, launch_tid AS tid, 'kernel ' || name AS marker, start_ns, end_ns FROM kernels
+  WHERE pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)
+  UNION ALL
+  SELECT pid, tid, api, start_ns, end_ns FROM api_calls
+  WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
+    AND pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)),
+spaced AS (
+  SELECT *, lead(start_ns) OVER (PARTITION BY pid, marker ORDER BY start_ns) - start_ns AS period_ns
+  FROM markers),
+scored AS (
+  SELECT pid, marker, count(*) AS n, avg(period_ns) AS mean_period,
+         stddev_pop(period_ns) / nullif(avg(period_ns), 0) AS cv
+  FROM spaced GROUP BY pid, marker),
+best AS (
+  SELECT *, row_number() OVER (PARTITION BY pid ORDER BY cv, n DESC, marker) AS choice FROM scored
+  WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_steps')
+    AND mean_period >= (SELECT value FROM phase_settings WHERE name = 'min_period_ns')
+    AND cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv'))
+SELECT m.pid, m.tid, m.marker AS name, m.start_ns,
+       coalesce(lead(m.start_ns) OVER (PARTITION BY m.pid ORDER BY m.start_ns), m.end_ns) AS end_ns
+FROM markers m JOIN best b ON b.pid = m.pid AND b.marker = m.marker AND b.choice = 1;
+
+-- One row per step per process. Named ranges are the step; a sequence step runs from its
+-- leader's start to the next leader's start (the last one to the end of its last range).
+CREATE TABLE steps AS
+WITH all_steps AS (
+  SELECT pid, tid, name, start_ns, end_ns, 'nvtx' AS source FROM named_steps
+  UNION ALL
+  SELECT pid, tid, name, start_ns,
+         coalesce(lead(start_ns) OVER (PARTITION BY pid ORDER BY step_no), last_end_ns), 'nvtx'
+  FROM sequence_steps
+  UNION ALL
+  SELECT pid, tid, name, start_ns, end_ns, 'repeated' FROM repeated_steps)
+SELECT pid, tid, row_number() OVER (PARTITION BY pid ORDER BY start_ns, end_ns) AS step, name,
+       start_ns, end_ns, end_ns - start_ns AS duration_ns, source
+FROM all_steps;
+
+-- The steady-state window per process: from the second step's start (the first step pays for
+-- lazy module loading, cuDNN/cuBLAS heuristics, allocator warm-up) to the end of the last
+-- step, or later while GPU work launched in the steps still runs (asynchronous queues).
+-- Without two steps: after the module loading that precedes the second half of the
+-- process's GPU work ('after-module-loading'), else its whole GPU activity ('gpu-activity').
+CREATE TABLE steady_state AS
+WITH activity AS (
+  SELECT pid, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM (
+    SELECT pid, start_ns, end_ns FROM api_calls UNION ALL SELECT pid, start_ns, end_ns FROM gpu_activity
+    UNION ALL SELECT pid, start_ns, end_ns FROM nvtx_ranges) GROUP BY pid),
+gpu AS (SELECT pid, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM gpu_activity GROUP BY pid),
+step_span AS (
+  SELECT pid, count(*) AS n, min(start_ns) FILTER (WHERE step = 2) AS second_start,
+         max(end_ns) AS last_end, min(duration_ns) FILTER (WHERE step = 1) AS first_step_ns,
+         any_value(source) AS source
+  FROM steps GROUP BY pid HAVING count(*) >= 2),
+by_steps AS (
+  SELECT s.pid, s.second_start AS start_ns,
+         greatest(s.last_end, coalesce((SELECT max(a.end_ns) FROM gpu_activity a WHERE a.pid = s.pid
+                                          AND a.launch_start_ns BETWEEN s.second_start AND s.last_end), s.last_end)) AS end_ns,
+         'steps' AS method, s.n - 1 AS steps, s.first_step_ns
+  FROM step_span s),
+-- cumulative busy time per process, to find the time by which half its GPU work has run
+busy_cum AS (
+  SELECT pid, start_ns, end_ns, sum(duration_ns) OVER (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(duration_ns) OVER (PARTITION BY pid) AS total
+  FROM (SELECT pid, start_ns, end_ns, duration_ns FROM gpu_busy)),
+half AS (SELECT pid, min(end_ns) AS half_ns FROM busy_cum WHERE 2 * cum >= total GROUP BY pid),
+loads AS (
+  SELECT a.pid, max(a.end_ns) AS loaded_ns FROM api_calls a JOIN half h USING (pid)
+  WHERE a.category IN ('module', 'context') AND a.end_ns <= h.half_ns GROUP BY a.pid),
+fallback AS (
+  SELECT g.pid, CASE WHEN l.loaded_ns > g.first_ns THEN l.loaded_ns ELSE g.first_ns END AS start_ns,
+         g.last_ns AS end_ns,
+         CASE WHEN l.loaded_ns > g.first_ns THEN 'after-module-loading' ELSE 'gpu-activity' END AS method,
+         NULL::BIGINT AS steps, NULL::BIGINT AS first_step_ns
+  FROM gpu g LEFT JOIN loads l USING (pid)
+  WHERE g.pid NOT IN (SELECT pid FROM by_steps)),
+chosen AS (SELECT * FROM by_steps UNION ALL SELECT * FROM fallback)
+SELECT c.pid, c.start_ns, c.end_ns, c.start_ns - a.first_ns AS startup_ns, c.method,
+       c.end_ns - c.start_ns AS duration_ns, a.first_ns AS process_start_ns, c.steps, c.first_step_ns,
+       (SELECT coalesce(sum(x.duration_ns), 0) FROM api_calls x
+        WHERE x.pid = c.pid AND x.category = 'module' AND x.start_ns < c.start_ns) AS module_load_ns,
+       (SELECT count(*) FROM api_calls x
+        WHERE x.pid = c.pid AND x.category = 'module' AND x.start_ns < c.start_ns) AS module_load_calls,
+       (SELECT coalesce(sum(x.duration_ns), 0) FROM api_calls x
+        WHERE x.pid = c.pid AND x.category = 'context' AND x.start_ns < c.start_ns) AS context_ns
+FROM chosen c JOIN activity a USING (pid);

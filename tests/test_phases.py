@@ -1,0 +1,160 @@
+"""Phases (analyzer/sql/20_phases.sql): the NVTX stack, steps and the steady-state window."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer.database import open_trace
+
+from .conftest import H200, needs_shared
+from .synth import expand, write_export
+
+PID = 100
+GPID = 2**48 + PID * 2**24
+GTID = GPID + PID  # the main thread: tid = pid
+
+
+def _trace(tmp_path, given):
+    return open_trace(write_export(expand(given), tmp_path / "t.sqlite"), use_cache=False)
+
+
+def _rows(trace, sql):
+    cur = trace.con.execute(sql)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def _push(start, end, text, tid=GTID, **kw):
+    return {"start": start, "end": end, "eventType": 59, "text": text, "globalTid": tid, **kw}
+
+
+def _kernel(start, end, corr, name_id=1):
+    return {"start": start, "end": end, "deviceId": 0, "contextId": 1, "streamId": 7, "correlationId": corr,
+            "globalPid": GPID, "demangledName": name_id, "shortName": name_id}
+
+
+def test_nvtx_stack_depth_and_parent(tmp_path):
+    # outer [0,100] holds a [10,20] and b [20,50] (back to back), b holds c [20,30] (same start);
+    # a zero-length z at 60; a second top-level range d [100,120] starting where outer ends.
+    nvtx = [_push(0, 100, "outer"), _push(10, 20, "a"), _push(20, 50, "b"), _push(20, 30, "c"),
+            _push(60, 60, "z"), _push(100, 120, "d")]
+    trace = _trace(tmp_path, {"strings": {1: "k"}, "NVTX_EVENTS": nvtx})
+    try:
+        rows = {r["name"]: r for r in _rows(trace, "SELECT t.name, t.depth, p.name AS parent FROM nvtx_tree t "
+                                                   "LEFT JOIN nvtx_tree p ON p.range_id = t.parent_id")}
+    finally:
+        trace.close()
+    assert {n: (r["depth"], r["parent"]) for n, r in rows.items()} == {
+        "outer": (0, None), "a": (1, "outer"), "b": (1, "outer"), "c": (2, "b"), "z": (1, "outer"), "d": (0, None)}
+
+
+def test_named_step_ranges_are_steps_and_first_step_is_startup(tmp_path):
+    # 5 "train_step" ranges of 10 ms, the first one 100 ms; a "log_loss" inside some of them
+    nvtx, t = [], 1_000_000
+    for i in range(5):
+        length = 100_000_000 if i == 0 else 10_000_000
+        nvtx.append(_push(t, t + length, "train_step"))
+        if i % 2 == 0:
+            nvtx.append(_push(t + 1_000_000, t + 2_000_000, "log_loss"))
+        t += length + 1_000_000
+    kernels = [_kernel(2_000_000 + 11_000_000 * i, 3_000_000 + 11_000_000 * i, i + 1) for i in range(15)]
+    trace = _trace(tmp_path, {"strings": {1: "k"}, "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_KERNEL": kernels})
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+        steady = _rows(trace, "SELECT * FROM steady_state")
+    finally:
+        trace.close()
+    assert [(s["step"], s["name"], s["source"]) for s in steps] == [(i + 1, "train_step", "nvtx") for i in range(5)]
+    assert steps[0]["duration_ns"] == 100_000_000
+    assert len(steady) == 1 and steady[0]["method"] == "steps"
+    assert steady[0]["start_ns"] == steps[1]["start_ns"]
+    assert steady[0]["startup_ns"] == steps[1]["start_ns"] - 1_000_000  # from the process's first event
+    assert steady[0]["first_step_ns"] == 100_000_000 and steady[0]["steps"] == 4
+
+
+def test_repeating_sequence_opens_steps_at_its_first_range(tmp_path):
+    # "Data Loading" / "Model Computation" / "Backward Pass" four times, no step-named range;
+    # "setup" once before (not a loop)
+    nvtx, t = [_push(0, 500_000, "setup")], 1_000_000
+    for _ in range(4):
+        for name, length in (("Data Loading", 5_000_000), ("Model Computation", 2_000_000), ("Backward Pass", 1_000_000)):
+            nvtx.append(_push(t, t + length, name))
+            t += length
+        t += 100_000
+    trace = _trace(tmp_path, {"strings": {1: "k"}, "NVTX_EVENTS": nvtx})
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+    finally:
+        trace.close()
+    assert [s["name"] for s in steps] == ["Data Loading"] * 4
+    assert [s["start_ns"] for s in steps] == [1_000_000 + i * 8_100_000 for i in range(4)]
+    # a step runs to the next step's start; the last one to the end of its last range
+    assert [s["duration_ns"] for s in steps] == [8_100_000] * 3 + [8_000_000]
+    assert {s["source"] for s in steps} == {"nvtx"}
+
+
+def test_without_nvtx_a_regular_kernel_marks_the_steps(tmp_path):
+    # per 10 ms step: one "fwd" kernel then five "small" ones 100 us apart (irregular period)
+    kernels, corr = [], 0
+    for i in range(6):
+        base = 1_000_000 + i * 10_000_000
+        corr += 1
+        kernels.append(_kernel(base, base + 2_000_000, corr, 1))
+        for j in range(5):
+            corr += 1
+            kernels.append(_kernel(base + 3_000_000 + j * 100_000, base + 3_050_000 + j * 100_000, corr, 2))
+    trace = _trace(tmp_path, {"strings": {1: "fwd", 2: "small"}, "CUPTI_ACTIVITY_KIND_KERNEL": kernels})
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+        steady = _rows(trace, "SELECT * FROM steady_state")
+    finally:
+        trace.close()
+    assert [s["name"] for s in steps] == ["kernel fwd"] * 6 and {s["source"] for s in steps} == {"repeated"}
+    assert [s["duration_ns"] for s in steps[:-1]] == [10_000_000] * 5
+    assert steady[0]["method"] == "steps" and steady[0]["start_ns"] == 11_000_000
+
+
+def test_no_loop_falls_back_to_gpu_activity(tmp_path):
+    trace = _trace(tmp_path, {"strings": {1: "k"}, "CUPTI_ACTIVITY_KIND_KERNEL": [_kernel(1000, 2000, 1)]})
+    try:
+        assert _rows(trace, "SELECT count(*) AS n FROM steps")[0]["n"] == 0
+        steady = _rows(trace, "SELECT * FROM steady_state")
+    finally:
+        trace.close()
+    assert [(s["method"], s["start_ns"], s["end_ns"]) for s in steady] == [("gpu-activity", 1000, 2000)]
+
+
+# What each H200 program's README says its loop is: step count, step name.
+H200_STEPS = {
+    "dataloader_bound": (20, "Data Loading"), "launch_bound": (30, "train_step"),
+    "launch_graphs": (30, "train_step"), "compute_fp32": (20, "Model Computation"),
+    "compute_bf16": (20, "Model Computation"), "transfer_pageable": (20, "Data Loading"),
+}
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(H200_STEPS))
+def test_h200_steps_and_steady_state(name):
+    trace = open_trace(H200 / f"{name}.sqlite")
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+        steady = _rows(trace, "SELECT * FROM steady_state")
+        module_after = _rows(trace, "SELECT count(*) AS n FROM api_calls a JOIN steady_state s USING (pid) "
+                                    "WHERE a.api LIKE 'cuLibraryLoad%' AND a.start_ns >= s.start_ns")[0]["n"]
+    finally:
+        trace.close()
+    count, step_name = H200_STEPS[name]
+    assert len(steps) == count and {s["name"] for s in steps} == {step_name}
+    assert len(steady) == 1 and steady[0]["method"] == "steps" and steady[0]["steps"] == count - 1
+    assert module_after == 0, "module loading belongs to start-up"
+    assert steady[0]["startup_ns"] > 0 and steady[0]["end_ns"] >= steps[-1]["end_ns"]
+
+
+@needs_shared
+def test_h200_multiproc_has_one_window_per_process():
+    trace = open_trace(H200 / "multiproc.sqlite")
+    try:
+        steady = _rows(trace, "SELECT pid, method, steps FROM steady_state ORDER BY pid")
+    finally:
+        trace.close()
+    assert [(s["method"], s["steps"]) for s in steady] == [("steps", 19), ("steps", 19)]
