@@ -61,6 +61,13 @@ VIEW_SOURCES = {
     "export_meta": ["META_DATA_EXPORT", "EXPORT_META_DATA"],
     "capture_meta": ["META_DATA_CAPTURE"],
     "system_env": ["TARGET_INFO_SYSTEM_ENV"],
+    # 20_phases.sql
+    "step_patterns": [],
+    "phase_settings": [],
+    "nvtx_tree": ["NVTX_EVENTS"],
+    "steps": ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"],
+    "steady_state": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "NVTX_EVENTS"],
 }
 
 
