@@ -120,7 +120,8 @@ def build_anchors(con, tables, cap):
     con.execute(f"""
         WITH items AS (
             SELECT r.start AS s, r.end AS e, r.globalTid AS tid, 1 AS anchor FROM src.{RUNTIME} r
-             WHERE EXISTS (SELECT 1 FROM _gpu WHERE cid = r.correlationId AND pid = (r.globalTid & {PID_MASK}))
+             WHERE r.eventClass != 67  -- --cudabacktrace duplicates (wider, same call): not a call of their own
+               AND EXISTS (SELECT 1 FROM _gpu WHERE cid = r.correlationId AND pid = (r.globalTid & {PID_MASK}))
             {bounds}),
         w AS (SELECT *, max(e) OVER (PARTITION BY tid ORDER BY s, e ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS pe,
                         lead(s) OVER (PARTITION BY tid ORDER BY s, e) AS nx FROM items)
@@ -135,8 +136,8 @@ def build_template(con, p, x):
     """NVTX rows for one tile: a fraction p of anchors get a stack; each gets x CPU-only leaves on average.
 
     Level i of a depth-d stack spans [s - gb*(d-i)/(2(d+1)), e + ga*(d-i)/(2(d+1))]: strictly nested,
-    inside the midpoints to the neighbours. Rows are numbered n in pop order (end time), as nsys writes
-    them, and r is a hashed rank used to trim the excess evenly."""
+    inside the midpoints to the neighbours. Rows are numbered n in start order (outer first), as the
+    real exports store NVTX_EVENTS, and r is a hashed rank used to trim the excess evenly."""
     con.execute("DROP TABLE IF EXISTS _tmpl")
     con.execute("CREATE TEMP TABLE _tmpl(n INTEGER PRIMARY KEY, r INT, start INT, end INT, text TEXT, tid INT)")
     con.execute(f"""
@@ -155,7 +156,7 @@ def build_template(con, p, x):
                       FROM sel WHERE m > 0) sel
               JOIN _nums j ON j.j < sel.m
               JOIN _leaves l ON l.lid = (sel.k * 3 + j.j) % {len(LEAVES)})
-        , numbered AS (SELECT row_number() OVER (ORDER BY en, st DESC) - 1 AS n, * FROM rows_)
+        , numbered AS (SELECT row_number() OVER (ORDER BY st, en DESC) - 1 AS n, * FROM rows_)
         INSERT INTO _tmpl
         SELECT n, row_number() OVER (ORDER BY (n * {HASH}) % 4294967311) - 1, st, en, text, tid
           FROM numbered ORDER BY n""", {"p": p, "x": x})
@@ -179,7 +180,7 @@ def add_nvtx(con, tables, ntiles, nvtx_rows, cap):
     con.executemany("INSERT INTO _leaves VALUES (?, ?)", list(enumerate(LEAVES)))
     per_tile = -(-need // ntiles)
     avg = sum(map(len, STACKS)) / len(STACKS)
-    full = C * avg
+    full = C * avg  # rows per tile if every anchor gets one stack and no leaves; aim 1% high, trim later
     p, x = (min(1.0, 1.01 * per_tile / full), 0.0) if per_tile <= full else (1.0, (1.01 * per_tile - full) / C)
     con.execute("CREATE TEMP TABLE _nums(j INTEGER PRIMARY KEY)")
     while True:
@@ -220,12 +221,14 @@ def check(out, src, nkernels, ntiles, cstep, nvtx):
 
 def check_nesting(con):
     """Streaming sweep per thread: push/pop ranges must not cross; count ranges enclosing each launch."""
+    # An indexed key set: a correlated subquery on the unindexed KERNEL table would be quadratic.
+    con.execute("CREATE TEMP TABLE _launch(cid INT, pid INT, PRIMARY KEY (cid, pid)) WITHOUT ROWID")
+    con.execute(f"INSERT OR IGNORE INTO _launch SELECT correlationId, globalPid FROM main.{KERNEL}")
     rows = con.execute(f"""
-        SELECT globalTid, start, end, 0 FROM NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL
+        SELECT globalTid, start, end, 0 FROM main.NVTX_EVENTS WHERE eventType = 59 AND end IS NOT NULL
         UNION ALL
-        SELECT r.globalTid, r.start, r.end, 1 FROM {RUNTIME} r
-         WHERE EXISTS (SELECT 1 FROM {KERNEL} k WHERE k.correlationId = r.correlationId
-                         AND k.globalPid = (r.globalTid & {PID_MASK}))
+        SELECT r.globalTid, r.start, r.end, 1 FROM main.{RUNTIME} r
+         WHERE EXISTS (SELECT 1 FROM _launch WHERE cid = r.correlationId AND pid = (r.globalTid & {PID_MASK}))
         ORDER BY 1, 2, 3 DESC, 4""")
     tid, stack, crossings, hist = None, [], 0, {}
     for g, st, en, is_call in rows:
