@@ -20,36 +20,46 @@ INSERT INTO step_patterns VALUES
 -- min_period_ns: shortest step a marker kernel or sync may define (faster repeats are
 --   kernels inside one step, not steps). max_period_cv: how regular a marker's period must be
 --   (standard deviation over mean of the intervals between its occurrences).
+-- min_gap_ns (22_idle_gaps.sql): idle gaps shorter than this are the GPU's own dispatch latency
+--   between queued operations even in a healthy loop (about 1-3 us), so they get no cause.
 CREATE TABLE phase_settings(name VARCHAR, value DOUBLE);
-INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), ('max_period_cv', 0.5);
+INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), ('max_period_cv', 0.5),
+  ('min_gap_ns', 5000);
 
 -- The per-thread NVTX stack, by one sort of push/pop events (linear, no interval join).
 -- depth: 0 for a top-level push/pop range; parent_id: the enclosing range on the same thread.
 -- At equal timestamps ends sort before starts (back-to-back siblings), outer starts before inner
 -- ones, and a zero-length range's end after its own start. Start/end ranges (which may cross
 -- threads and overlap freely) get no depth or parent.
-CREATE TABLE nvtx_tree AS
-WITH r AS (
-  SELECT row_number() OVER (ORDER BY global_tid, start_ns, end_ns DESC, name) AS range_id, *
-  FROM nvtx_ranges),
-stacked AS (SELECT * FROM r WHERE style = 'push_pop' AND same_thread),
+CREATE TEMP TABLE nvtx_numbered AS
+SELECT row_number() OVER (ORDER BY global_tid, start_ns, end_ns DESC, name) AS range_id, * FROM nvtx_ranges;
+
+CREATE TEMP TABLE nvtx_stack_events AS
+WITH stacked AS (SELECT * FROM nvtx_numbered WHERE style = 'push_pop' AND same_thread),
 ev AS (
   SELECT global_tid, range_id, start_ns AS ts, 1 AS ord, -end_ns AS tie, 1 AS delta FROM stacked
   UNION ALL
-  SELECT global_tid, range_id, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, -1 FROM stacked),
-seq AS (
-  SELECT *, row_number() OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id) AS seq,
-         coalesce(sum(delta) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id
-                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS open_before
-  FROM ev),
-starts AS (SELECT global_tid, range_id, seq, open_before AS depth FROM seq WHERE delta = 1),
+  SELECT global_tid, range_id, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, -1 FROM stacked)
+SELECT global_tid, range_id, ts, delta,
+       row_number() OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id) AS seq,
+       sum(delta) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id ROWS UNBOUNDED PRECEDING) AS open_after
+FROM ev;
+
+-- The stack height after the last event at each timestamp of a thread: the lookup key for
+-- "which range is innermost at time t" (an ASOF join, see 21_nvtx.sql).
+CREATE TEMP TABLE nvtx_stack_points AS
+SELECT global_tid, ts, arg_max(open_after, seq) AS open_after, max(seq) AS last_seq
+FROM nvtx_stack_events GROUP BY global_tid, ts;
+
+CREATE TABLE nvtx_tree AS
+WITH starts AS (SELECT global_tid, range_id, seq, open_after - 1 AS depth FROM nvtx_stack_events WHERE delta = 1),
 parented AS (
   SELECT c.range_id, c.depth, c.seq, p.range_id AS parent_id
   FROM starts c ASOF LEFT JOIN starts p
     ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND p.seq < c.seq)
-SELECT r.range_id, r.pid, r.tid, r.global_tid, r.start_ns, r.end_ns, r.duration_ns, r.name, r.domain,
-       r.style, p.depth, p.parent_id, p.seq AS start_seq
-FROM r LEFT JOIN parented p USING (range_id);
+SELECT n.range_id, n.pid, n.tid, n.global_tid, n.start_ns, n.end_ns, n.duration_ns, n.name, n.domain,
+       n.style, p.depth, p.parent_id, p.seq AS start_seq
+FROM nvtx_numbered n LEFT JOIN parented p USING (range_id);
 
 -- Pattern priority per distinct range name (names repeat: match each once).
 CREATE TEMP TABLE step_names AS

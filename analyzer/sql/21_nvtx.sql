@@ -1,0 +1,77 @@
+-- NVTX attribution: which range launched each GPU operation, and per range instance the GPU
+-- work launched from it and the GPU busy time during it. Linear in ranges + operations: sorts,
+-- window functions and ASOF joins (sort-merge), never an interval join.
+
+-- Innermost open push/pop range on the launching thread at each GPU operation's launch call
+-- (its API call's start). The stack height after the last NVTX event at or before the launch is
+-- D; the innermost open range is the last range started at depth D-1 before that point.
+CREATE TEMP TABLE gpu_op_ranges AS
+WITH ops AS (
+  SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, start_ns, end_ns, duration_ns,
+         launch_start_ns
+  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL),
+at_launch AS (
+  SELECT o.*, p.open_after, p.last_seq
+  FROM ops o ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns)
+SELECT a.pid, a.device_id, a.kind, a.start_ns, a.end_ns, a.duration_ns, a.launch_start_ns, t.range_id
+FROM at_launch a ASOF LEFT JOIN nvtx_tree t
+  ON t.global_tid = a.global_tid AND t.depth = a.open_after - 1 AND t.start_seq <= a.last_seq
+WHERE a.open_after > 0;
+
+-- Per range instance, the GPU operations launched inside it or inside its descendants
+-- (what nsys's nvtx_gpu_proj_sum counts): direct aggregates rolled up the parent chain, so the
+-- work is ranges-with-GPU-work x depth.
+CREATE TEMP TABLE nvtx_direct_ops AS
+SELECT range_id, count(*) AS ops, count(*) FILTER (WHERE kind = 'kernel') AS kernels,
+       count(*) FILTER (WHERE kind = 'memcpy') AS memcpys, count(*) FILTER (WHERE kind = 'memset') AS memsets,
+       count(*) FILTER (WHERE kind = 'graph') AS graphs, sum(duration_ns) AS gpu_ns,
+       min(start_ns) AS gpu_start_ns, max(end_ns) AS gpu_end_ns
+FROM gpu_op_ranges GROUP BY range_id;
+
+CREATE TEMP TABLE nvtx_inclusive_ops AS
+WITH RECURSIVE up(range_id, anc_id, ops, kernels, memcpys, memsets, graphs, gpu_ns, gpu_start_ns, gpu_end_ns) AS (
+  SELECT range_id, range_id, ops, kernels, memcpys, memsets, graphs, gpu_ns, gpu_start_ns, gpu_end_ns FROM nvtx_direct_ops
+  UNION ALL
+  SELECT u.range_id, t.parent_id, u.ops, u.kernels, u.memcpys, u.memsets, u.graphs, u.gpu_ns, u.gpu_start_ns, u.gpu_end_ns
+  FROM up u JOIN nvtx_tree t ON t.range_id = u.anc_id WHERE t.parent_id IS NOT NULL)
+SELECT anc_id AS range_id, sum(ops) AS ops, sum(kernels) AS kernels, sum(memcpys) AS memcpys,
+       sum(memsets) AS memsets, sum(graphs) AS graphs, sum(gpu_ns) AS gpu_ns,
+       min(gpu_start_ns) AS gpu_start_ns, max(gpu_end_ns) AS gpu_end_ns
+FROM up GROUP BY anc_id;
+
+-- Busy time of each (device, process) up to any instant, as a prefix sum over its disjoint busy
+-- intervals: busy time in [a, b] = busy_before(b) - busy_before(a), found by ASOF joins.
+CREATE TABLE gpu_busy_cum AS
+SELECT device_id, pid, start_ns, end_ns,
+       coalesce(sum(duration_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns
+                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS busy_before_ns
+FROM gpu_busy;
+
+-- One row per NVTX range instance: its place in the stack, the GPU work launched from it
+-- (inclusive of nested ranges), and the busy time of its process's GPUs during its wall time.
+CREATE TABLE nvtx_range_stats AS
+WITH devs AS (SELECT DISTINCT pid, device_id FROM gpu_busy),
+edges AS (
+  SELECT t.range_id, d.device_id, t.pid, t.start_ns AS ts, 0 AS side FROM nvtx_tree t JOIN devs d USING (pid)
+  UNION ALL
+  SELECT t.range_id, d.device_id, t.pid, t.end_ns, 1 FROM nvtx_tree t JOIN devs d USING (pid)),
+at_edge AS (
+  SELECT e.range_id, e.side,
+         coalesce(b.busy_before_ns + least(e.ts, b.end_ns) - b.start_ns, 0) AS busy_before
+  FROM edges e ASOF LEFT JOIN gpu_busy_cum b ON b.device_id = e.device_id AND b.pid = e.pid AND b.start_ns <= e.ts),
+busy AS (
+  SELECT range_id, sum(CASE side WHEN 1 THEN busy_before ELSE -busy_before END) AS busy_during_ns
+  FROM at_edge GROUP BY range_id),
+children AS (SELECT parent_id AS range_id, count(*) AS children FROM nvtx_tree WHERE parent_id IS NOT NULL GROUP BY 1)
+SELECT t.range_id, t.pid, t.tid, t.name, t.style, t.domain, t.start_ns, t.end_ns, t.duration_ns, t.depth,
+       t.parent_id, coalesce(c.children, 0) AS children,
+       coalesce(o.ops, 0) AS ops, coalesce(o.kernels, 0) AS kernels, coalesce(o.memcpys, 0) AS memcpys,
+       coalesce(o.memsets, 0) AS memsets, coalesce(o.graphs, 0) AS graphs, coalesce(o.gpu_ns, 0) AS gpu_ns,
+       o.gpu_start_ns, o.gpu_end_ns, coalesce(o.gpu_end_ns - o.gpu_start_ns, 0) AS gpu_proj_ns,
+       coalesce(b.busy_during_ns, 0) AS busy_during_ns,
+       coalesce(dc.devices, 0) AS devices
+FROM nvtx_tree t
+LEFT JOIN (SELECT pid, count(*) AS devices FROM devs GROUP BY pid) dc USING (pid)
+LEFT JOIN nvtx_inclusive_ops o USING (range_id)
+LEFT JOIN busy b USING (range_id)
+LEFT JOIN children c USING (range_id);
