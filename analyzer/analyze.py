@@ -10,7 +10,7 @@ from . import __version__
 from .catalog import load_rules
 from .database import Trace, open_trace
 from .engine import run_rule
-from .metrics import compute, export_versions
+from .metrics import compute, export_info
 from .model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
 from .units import pct
 
@@ -49,12 +49,14 @@ def _report(trace: Trace, rules: dict[str, Rule], overrides, select) -> Report:
     results = [run_rule(con, r, overrides.get(r.id, {}), trace.captured) for r in chosen]
     metrics = compute(con)
     findings = rank([f for r in results for f in r.findings])
-    nsys_version, schema_version = export_versions(con)
+    origin = export_info(con)
+    given = trace.report or trace.path  # a .nsys-rep is reported as given, not as its export
     has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
         con.execute("SELECT count(*) FROM graph_launches").fetchone()[0])
     return Report(
         tool={"name": "nsys-diagnose", "version": __version__},
-        input=InputInfo(path=str(trace.path), nsys_version=nsys_version, export_schema_version=schema_version,
-                        size_bytes=trace.path.stat().st_size, reader=trace.reader, from_cache=trace.from_cache),
+        input=InputInfo(path=str(given), size_bytes=given.stat().st_size, reader=trace.reader,
+                        from_cache=trace.from_cache, **origin,
+                        sqlite_path=str(trace.path) if trace.report and trace.path.exists() else None),
         headline=headline(findings, metrics, has_gpu, metrics.api_count > 0),
         metrics=metrics, findings=findings, rules=results)

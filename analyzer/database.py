@@ -16,11 +16,11 @@ from pathlib import Path
 
 import duckdb
 
-from . import schema
+from . import nsysrep, schema
 from .errors import InputError
 from .reader import discover, make_reader
 
-CACHE_FORMAT = 1  # bump when the cache layout changes in a way the SQL text does not show
+CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # source table -> alias of its src_* relation in normalize.sql
@@ -61,6 +61,7 @@ VIEW_SOURCES = {
     "export_meta": ["META_DATA_EXPORT", "EXPORT_META_DATA"],
     "capture_meta": ["META_DATA_CAPTURE"],
     "system_env": ["TARGET_INFO_SYSTEM_ENV"],
+    "export_format": [],
     # 20_phases.sql
     "step_patterns": [],
     "phase_settings": [],
@@ -91,6 +92,7 @@ class Trace:
     from_cache: bool
     source_tables: list[str] = field(default_factory=list)
     _cleanup: Path | None = None
+    report: Path | None = None  # the .nsys-rep that `path` was exported from, if any
 
     def close(self) -> None:
         self.con.close()
@@ -187,6 +189,10 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
         con.executemany("INSERT INTO source_tables VALUES (?)", [(t,) for t in sorted(tables)])
         con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
         con.execute("INSERT INTO ingest_info VALUES (?, ?)", [reader.name, CACHE_FORMAT])
+        fmt = schema.detect_format(tables)  # decided from the columns present, so it is kept here
+        con.execute("CREATE TABLE export_format(export_meta_table VARCHAR, schema_flavour VARCHAR, features VARCHAR[])")
+        con.execute("INSERT INTO export_format VALUES (?, ?, ?)",
+                    [fmt["export_meta_table"], fmt["schema_flavour"], fmt["features"]])
         con.execute("CHECKPOINT")
         return reader.name, present
     except duckdb.Error as e:
@@ -207,6 +213,11 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
 def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,
                reader: str = "auto") -> Trace:
     p = Path(path)
+    if nsysrep.is_report(p):  # export to SQLite with the user's nsys (cached), then read that
+        with nsysrep.exported(p, (cache_dir or default_cache_dir()) if use_cache else None) as sqlite:
+            trace = open_trace(sqlite, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
+        trace.report = p
+        return trace
     check_input(p)
     cleanup = None
     from_cache = False

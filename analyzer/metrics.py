@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import duckdb
 
 from .model import DeviceMetrics, Metrics, ProcessMetrics
@@ -42,3 +45,30 @@ def export_versions(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str | N
     the export predates both tables (before 2021.4)."""
     meta = dict(con.execute("SELECT name, value FROM export_meta").fetchall())
     return meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION")
+
+
+def export_info(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The report's `input` keys about where the export came from: the versions (metadata rows),
+    the metadata table and schema flavour (decided from the columns present, at ingest), and,
+    for a time-window slice of another export (DERIVED_* metadata keys), its origin and window."""
+    nsys_version, schema_version = export_versions(con)
+    table, flavour, features = con.execute(
+        "SELECT export_meta_table, schema_flavour, features FROM export_format").fetchone()
+    meta = dict(con.execute("SELECT name, value FROM export_meta").fetchall())
+    return {"nsys_version": nsys_version, "export_schema_version": schema_version,
+            "export_meta_table": table, "schema_flavour": flavour, "features": list(features or []),
+            "derived": _derived(con, meta)}
+
+
+def _derived(con: duckdb.DuckDBPyConnection, meta: dict[str, str]) -> dict[str, Any] | None:
+    keys: dict[str, Any] = {k.removeprefix("DERIVED_").lower(): v for k, v in meta.items() if k.startswith("DERIVED_")}
+    if not keys:
+        return None
+    # The cut separates GPU work from the API calls that launched it: say how much.
+    keys["gpu_ops"], keys["gpu_ops_without_api"] = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE launch_api IS NULL) FROM gpu_activity").fetchone()
+    window = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", keys.get("window_ns") or "")
+    if window:
+        del keys["window_ns"]
+        keys["window_start_ns"], keys["window_end_ns"] = int(window[1]), int(window[2])
+    return keys

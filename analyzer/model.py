@@ -119,6 +119,12 @@ class InputInfo(BaseModel):
     size_bytes: int
     reader: str
     from_cache: bool
+    # where the export came from (docs/support-matrix.md): decided by the columns present
+    export_meta_table: str | None = None  # META_DATA_EXPORT, EXPORT_META_DATA, or None (pre-2021.4)
+    schema_flavour: str | None = None
+    features: list[str] = []
+    derived: dict[str, Any] | None = None  # a time-window slice of another export: origin, window
+    sqlite_path: str | None = None  # the cached SQLite export, when `path` is a .nsys-rep
 
 
 class Report(BaseModel):

@@ -79,3 +79,58 @@ ROW_FILTERS = {
 NSYS_MARKERS = ("StringIds", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
                 "NVTX_EVENTS", "OSRT_API", "TARGET_INFO_GPU", "META_DATA_EXPORT",
                 "EXPORT_META_DATA", "ANALYSIS_DETAILS")
+
+
+# --- Which exporter wrote the file --------------------------------------------------------------
+# Decided by the tables and columns present (nsys-schema.md 2.2), never by version numbers: the
+# version strings are provenance, the columns are what the reader depends on.
+
+FLAVOURS = {
+    "meta-data-export": "META_DATA_EXPORT metadata: nsys 2023.3 or later",
+    "export-meta-data": "EXPORT_META_DATA metadata: nsys 2021.4 to 2023.2",
+    "pre-2021.4-c": "before 2021.4: no export metadata, full TARGET_INFO_GPU; about nsys 2021.1 to 2021.3",
+    "pre-2021.4-b": "before 2021.4: no export metadata, short TARGET_INFO_GPU plus TARGET_INFO_CUDA_GPU; about nsys 2020.5",
+    "pre-2021.4-a": "before 2021.4: no export metadata, TARGET_INFO_CUDA_GPU only; before about nsys 2020.5",
+    "pre-2021.4": "before 2021.4: no export metadata, no GPU description tables",
+}
+
+_KERNEL, _RUNTIME = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"
+
+# Optional parts of the schema, each a test on the tables/columns present. Reported so a user
+# (and the support matrix) can see what an export can and cannot answer.
+FEATURES = {
+    "enum-tables": lambda t: any(name.startswith("ENUM_") for name in t),
+    "kernel-mangled-names": lambda t: "mangledName" in t.get(_KERNEL, ()),
+    "green-contexts": lambda t: "greenContextId" in t.get(_KERNEL, ()),
+    "api-callchains": lambda t: "callchainId" in t.get(_RUNTIME, ()),
+    "gpu-info": lambda t: "TARGET_INFO_GPU" in t,
+    "cuda-gpu-info": lambda t: "TARGET_INFO_CUDA_GPU" in t,
+    "cuda-device-map": lambda t: "TARGET_INFO_CUDA_DEVICE" in t,
+    "graph-trace": lambda t: "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in t,
+    "processes": lambda t: "PROCESSES" in t,
+    "capture-metadata": lambda t: "META_DATA_CAPTURE" in t,
+}
+
+
+def detect_format(tables: dict[str, set[str]]) -> dict:
+    """{export_meta_table, schema_flavour, features} of an export, from its tables -> columns."""
+    if "META_DATA_EXPORT" in tables:
+        meta, flavour = "META_DATA_EXPORT", "meta-data-export"
+    elif "EXPORT_META_DATA" in tables:
+        meta, flavour = "EXPORT_META_DATA", "export-meta-data"
+    else:
+        meta, flavour = None, _pre_meta_flavour(tables)
+    return {"export_meta_table": meta, "schema_flavour": flavour,
+            "features": sorted(name for name, test in FEATURES.items() if test(tables))}
+
+
+def _pre_meta_flavour(tables: dict[str, set[str]]) -> str:
+    gpu = tables.get("TARGET_INFO_GPU")
+    if gpu is not None:
+        return "pre-2021.4-c" if "id" in gpu else "pre-2021.4-b"
+    if "TARGET_INFO_CUDA_GPU" in tables:
+        return "pre-2021.4-a"
+    # No GPU description at all (a CPU-side capture): the oldest API table lacks callchainId.
+    if _RUNTIME in tables and "callchainId" not in tables[_RUNTIME]:
+        return "pre-2021.4-a"
+    return "pre-2021.4"

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Report, RuleResult
+from ..schema import FLAVOURS
 from ..units import SPECS, duration, pct
 
 TABLE_ROWS = 10
@@ -61,16 +62,29 @@ def table(result: RuleResult) -> list[str]:
     return lines
 
 
+def derived_note(derived: dict[str, Any]) -> str:
+    """A time-window slice of another export: GPU work near its edges may lack its API call."""
+    start, end = derived.get("window_start_ns"), derived.get("window_end_ns")
+    window = f"a {duration(end - start)} window" if start is not None and end is not None else "a time window"
+    origin = f" of {derived['from']}" if derived.get("from") else ""
+    cut = (f" {derived['gpu_ops_without_api']:,} of {derived['gpu_ops']:,} GPU operations were launched by an API "
+           "call outside the window: they count as GPU work, not towards their API." if derived.get("gpu_ops") else "")
+    return f"Derived export: {window}{origin}.{cut}"
+
+
 def render(report: Report) -> str:
     m = report.metrics
     inp = report.input
-    version = inp.nsys_version or "unknown (before 2021.4)"
+    version = (f"nsys {inp.nsys_version} (export schema {inp.export_schema_version or 'n/a'})" if inp.nsys_version
+               else f"nsys version unknown ({FLAVOURS.get(inp.schema_flavour or '', 'before 2021.4')})")
     out = [f"# nsys-diagnose: {Path(inp.path).name}", "", f"**{report.headline}**", ""]
     out.append(
-        f"nsys {version} (export schema {inp.export_schema_version or 'n/a'}) · trace window "
+        f"{version} · trace window "
         f"{duration(m.span_ns)} · GPU busy {duration(m.gpu_busy_ns)} ({pct(m.gpu_utilization_pct)} of "
         f"{len(m.devices)} device(s) x window) · {m.kernel_count:,} kernels · {m.memcpy_count:,} memcpys · "
         f"{m.memset_count:,} memsets · {m.api_count:,} CUDA API calls")
+    if inp.derived:
+        out += ["", derived_note(inp.derived)]
     out += ["", "## Findings", ""]
     if not report.findings:
         out.append("None: no rule fired.")

@@ -20,12 +20,18 @@ INSERT INTO builtin_memcpy_kind VALUES (0, 'Unknown'), (1, 'Host-to-Device'), (2
 CREATE TEMP TABLE builtin_mem_kind(id BIGINT, label VARCHAR);
 INSERT INTO builtin_mem_kind VALUES (0, 'Pageable'), (1, 'Pinned'), (2, 'Device'), (3, 'Array'),
   (4, 'Managed'), (5, 'Device Static'), (6, 'Managed Static'), (7, 'Unknown');
+-- The export's own labels win; ids it adds beyond the built-ins are kept (a newer nsys), and
+-- blank labels fall back to the built-in one.
 CREATE TEMP TABLE memcpy_kind AS
-  SELECT b.id, coalesce(e.label, b.label) AS label
-  FROM builtin_memcpy_kind b LEFT JOIN (SELECT id, any_value(label) AS label FROM src_enum_memcpy GROUP BY id) e USING (id);
+  SELECT coalesce(b.id, e.id) AS id, coalesce(e.label, b.label, 'Unknown') AS label
+  FROM builtin_memcpy_kind b FULL OUTER JOIN (
+    SELECT id, any_value(nullif(trim(label), '')) AS label FROM src_enum_memcpy WHERE id IS NOT NULL GROUP BY id) e
+  USING (id);
 CREATE TEMP TABLE mem_kind AS
-  SELECT b.id, coalesce(e.label, b.label) AS label
-  FROM builtin_mem_kind b LEFT JOIN (SELECT id, any_value(label) AS label FROM src_enum_memkind GROUP BY id) e USING (id);
+  SELECT coalesce(b.id, e.id) AS id, coalesce(e.label, b.label, 'Unknown') AS label
+  FROM builtin_mem_kind b FULL OUTER JOIN (
+    SELECT id, any_value(nullif(trim(label), '')) AS label FROM src_enum_memkind WHERE id IS NOT NULL GROUP BY id) e
+  USING (id);
 
 -- Which API calls do what: knowledge as data, matched in order of priority.
 CREATE TABLE api_categories(priority INTEGER, pattern VARCHAR, category VARCHAR);
@@ -56,6 +62,7 @@ CREATE TEMP TABLE api_names AS
 
 -- CUDA runtime and driver API calls (one table in the export, told apart by eventClass).
 -- eventClass 67 rows are --cudabacktrace duplicates of calls already present: dropped.
+-- Rows with start = 0, no end or end < start are not real calls (lost timestamps): dropped.
 CREATE TABLE api_calls AS
 SELECT nsys_pid(r.globalTid) AS pid, nsys_tid(r.globalTid) AS tid, r.globalTid AS global_tid,
        r.globalTid & -16777216 AS global_pid,
@@ -65,7 +72,7 @@ SELECT nsys_pid(r.globalTid) AS pid, nsys_tid(r.globalTid) AS tid, r.globalTid A
             WHEN 28 THEN 'cudnn' WHEN 29 THEN 'cublas' WHEN 77 THEN 'graph-node' ELSE 'other' END AS layer,
        r.eventClass AS event_class, r.returnValue AS return_value
 FROM src_runtime r LEFT JOIN api_names n ON n.name_id = r.nameId
-WHERE coalesce(r.eventClass, 0) <> 67 AND r."end" >= r.start;
+WHERE coalesce(r.eventClass, 0) <> 67 AND r.start > 0 AND r."end" >= r.start;
 
 -- The API call that launched each GPU operation, keyed by (global_pid, correlation_id):
 -- correlation ids are unique only within a process.
@@ -149,7 +156,7 @@ FROM src_sync s
 LEFT JOIN (SELECT global_pid, correlation_id, arg_min(tid, event_class) AS tid, arg_min(api, event_class) AS api
            FROM api_calls WHERE category = 'sync' GROUP BY ALL) a
   ON a.global_pid = s.globalPid AND a.correlation_id = s.correlationId
-WHERE s."end" >= s.start;
+WHERE s.start > 0 AND s."end" >= s.start;
 
 -- Every GPU operation, one row each: the basis of busy time.
 CREATE VIEW gpu_activity AS
@@ -215,7 +222,7 @@ CREATE TABLE osrt_calls AS
 SELECT nsys_pid(o.globalTid) AS pid, nsys_tid(o.globalTid) AS tid, o.start AS start_ns, o."end" AS end_ns,
        o."end" - o.start AS duration_ns, s.value AS name
 FROM src_osrt o LEFT JOIN strings s ON s.id = o.nameId
-WHERE o."end" >= o.start;
+WHERE o.start > 0 AND o."end" >= o.start;
 
 -- Device memory allocations and frees (--cuda-memory-usage=true).
 CREATE TABLE memory_events AS
@@ -265,7 +272,9 @@ WITH spans AS (
   UNION ALL SELECT min(start_ns), max(end_ns) FROM nvtx_ranges)
 SELECT min(s) AS start_ns, max(e) AS end_ns, max(e) - min(s) AS span_ns FROM spans;
 
+-- META_DATA_EXPORT (2023.3+) replaced EXPORT_META_DATA; should a file hold both, the newer wins.
 CREATE TABLE export_meta AS
-SELECT name, value FROM src_meta_export UNION ALL SELECT name, value FROM src_export_meta;
+SELECT name, value FROM src_meta_export
+UNION ALL SELECT name, value FROM src_export_meta WHERE NOT EXISTS (SELECT 1 FROM src_meta_export);
 CREATE TABLE capture_meta AS SELECT name, value FROM src_capture;
 CREATE TABLE system_env AS SELECT name, value FROM src_sysenv;
