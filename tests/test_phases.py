@@ -240,3 +240,40 @@ def test_idle_gap_causes_classify_the_launching_threads_state(tmp_path):
     assert [g["in_steady_state"] for g in gaps] == [False, True, True, True]
     assert [(c["cause"], c["detail"], c["gaps"], c["idle_ns"]) for c in causes] == [
         ("nvtx", "Data Loading", 2, 14_000_000), ("os-call", "pthread_cond_wait", 1, 7_000_000)]
+
+
+@pytest.fixture(scope="module")
+def h200_reports():
+    from analyzer.analyze import analyze
+
+    return {name: analyze(H200 / f"{name}.sqlite") for name in sorted(H200_STEPS) + ["multiproc"]}
+
+
+def _warned(report) -> set[str]:
+    return {f.rule_id for f in report.findings if f.severity != "info"}
+
+
+@needs_shared
+def test_h200_steady_state_verdicts(h200_reports):
+    r = h200_reports
+    # the bottleneck each README describes names the headline, with steady-state numbers
+    assert r["dataloader_bound"].findings[0].rule_id == "input-pipeline-stall"
+    assert "GPU 0 idles" in r["dataloader_bound"].headline and "Data Loading" in r["dataloader_bound"].headline
+    assert r["launch_bound"].findings[0].rule_id == "launch-bound-loop"
+    assert {"launch-bound-loop", "cuda-api-overhead"} <= _warned(r["launch_bound"])
+    # graph replays: launch overhead gone from the steady state
+    assert not {"launch-bound-loop", "cuda-api-overhead", "host-sync-in-loop"} & _warned(r["launch_graphs"])
+    # the healthy control: no warning about its steady state; its start-up is information
+    assert _warned(r["compute_bf16"]) == set()
+    startup = [f for f in r["compute_bf16"].findings if f.rule_id == "gpu-idle-gaps"]
+    assert [f.severity for f in startup] == ["info"] and "Start-up" in startup[0].message
+    # the 5.9 s start-up gap of launch_bound is start-up, not a steady-state verdict
+    gaps = [f for f in r["launch_bound"].findings if f.rule_id == "gpu-idle-gaps"]
+    assert [f.severity for f in gaps] == ["info"]
+    # no per-step sync in any of these programs (launch_bound reads the loss every 10th step only)
+    assert not any("host-sync-in-loop" in _warned(x) for x in r.values())
+    # pageable copies keep the GPU busy during transfer_pageable's "Data Loading": no stall there
+    assert "input-pipeline-stall" not in _warned(r["transfer_pageable"])
+    # two processes on one GPU: one start-up report each
+    pids = {f.evidence["pid"] for f in r["multiproc"].findings if f.rule_id == "gpu-idle-gaps"}
+    assert len(pids) == 2

@@ -3,14 +3,14 @@
 -- of per-thread host states, looked up with ASOF joins at the gaps' edges.
 
 -- Host calls that blocked the thread until the GPU caught up: synchronizations, and copy calls
--- that returned only after their copy finished on the GPU (cudaMemcpy, or cudaMemcpyAsync
--- from/to pageable memory: the `.item()` pattern).
+-- between host and device that returned only after their copy finished on the GPU
+-- (cudaMemcpy, or cudaMemcpyAsync from/to pageable memory: the `.item()` pattern).
 CREATE TABLE blocking_calls AS
 SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync' AS kind
 FROM api_calls WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
 UNION ALL
 SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, 'copy ' || kind
-FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL;
+FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind LIKE '%Host%';
 
 -- What a thread does, as disjoint intervals: CUDA API calls and OS runtime calls, the outermost
 -- call winning where they nest (a driver call inside a runtime call, a poll inside a sync).
@@ -30,11 +30,19 @@ ordered AS (
 SELECT pid, tid, state, name, greatest(start_ns, coalesce(prev_end, start_ns)) AS start_ns, end_ns
 FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 
+-- Per thread, the time spent in each state before each interval (one running sum per state),
+-- so one ASOF lookup per gap edge gives every state's time up to that instant.
 CREATE TEMP TABLE host_state_cum AS
 SELECT pid, tid, state, name, start_ns, end_ns,
-       coalesce(sum(end_ns - start_ns) OVER (PARTITION BY pid, tid, state ORDER BY start_ns
-                                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-FROM host_states;
+       coalesce(sum(CASE WHEN state = 'sync' THEN end_ns - start_ns END) OVER w, 0) AS sync_before,
+       coalesce(sum(CASE WHEN state = 'copy' THEN end_ns - start_ns END) OVER w, 0) AS copy_before,
+       coalesce(sum(CASE WHEN state = 'launch' THEN end_ns - start_ns END) OVER w, 0) AS launch_before,
+       coalesce(sum(CASE WHEN state = 'allocation' THEN end_ns - start_ns END) OVER w, 0) AS allocation_before,
+       coalesce(sum(CASE WHEN state = 'module-loading' THEN end_ns - start_ns END) OVER w, 0) AS module_before,
+       coalesce(sum(CASE WHEN state = 'cuda-api' THEN end_ns - start_ns END) OVER w, 0) AS api_before,
+       coalesce(sum(CASE WHEN state = 'os-call' THEN end_ns - start_ns END) OVER w, 0) AS osrt_before
+FROM host_states
+WINDOW w AS (PARTITION BY pid, tid ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
 
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
 -- a gap has no known launching thread.
@@ -57,37 +65,54 @@ FROM g LEFT JOIN next_op n ON n.device_id = g.device_id AND n.pid = g.pid AND n.
 LEFT JOIN main_threads m ON m.pid = g.pid
 WHERE g.start_ns IS NOT NULL AND g.end_ns - g.start_ns >= (SELECT value FROM phase_settings WHERE name = 'min_gap_ns');
 
--- Time of each host state on the gap's thread inside the gap: prefix-sum differences.
+-- Time of each host state on the gap's thread inside the gap: prefix-sum differences between
+-- the gap's end and its start.
 CREATE TEMP TABLE gap_states AS
-WITH states AS (SELECT * FROM (VALUES ('sync'), ('copy'), ('launch'), ('allocation'), ('module-loading'),
-                                      ('cuda-api'), ('os-call')) s(state)),
-edges AS (
-  SELECT g.gap_id, g.pid, g.tid, s.state, g.start_ns AS ts, 0 AS side FROM raw_gaps g CROSS JOIN states s
+WITH edges AS (
+  SELECT gap_id, pid, tid, start_ns AS ts, 0 AS side FROM raw_gaps
   UNION ALL
-  SELECT g.gap_id, g.pid, g.tid, s.state, g.end_ns, 1 FROM raw_gaps g CROSS JOIN states s),
+  SELECT gap_id, pid, tid, end_ns, 1 FROM raw_gaps),
 looked AS (
-  SELECT e.gap_id, e.state, e.side, c.name,
-         coalesce(c.before_ns + least(e.ts, c.end_ns) - c.start_ns, 0) AS before_ns
-  FROM edges e ASOF LEFT JOIN host_state_cum c
-    ON c.pid = e.pid AND c.tid = e.tid AND c.state = e.state AND c.start_ns <= e.ts)
-SELECT gap_id, state, sum(CASE side WHEN 1 THEN before_ns ELSE -before_ns END) AS ns,
-       max(CASE side WHEN 1 THEN name END) AS name
-FROM looked GROUP BY gap_id, state;
+  SELECT e.gap_id, e.side,
+         coalesce(c.sync_before + CASE WHEN c.state = 'sync' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS sync,
+         coalesce(c.copy_before + CASE WHEN c.state = 'copy' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS copy,
+         coalesce(c.launch_before + CASE WHEN c.state = 'launch' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS launch,
+         coalesce(c.allocation_before + CASE WHEN c.state = 'allocation' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS allocation,
+         coalesce(c.module_before + CASE WHEN c.state = 'module-loading' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS module,
+         coalesce(c.api_before + CASE WHEN c.state = 'cuda-api' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS api,
+         coalesce(c.osrt_before + CASE WHEN c.state = 'os-call' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS osrt
+  FROM edges e ASOF LEFT JOIN host_state_cum c ON c.pid = e.pid AND c.tid = e.tid AND c.start_ns <= e.ts)
+SELECT gap_id,
+       sum(CASE side WHEN 1 THEN sync ELSE -sync END) AS sync_ns,
+       sum(CASE side WHEN 1 THEN copy ELSE -copy END) AS copy_ns,
+       sum(CASE side WHEN 1 THEN launch ELSE -launch END) AS launch_ns,
+       sum(CASE side WHEN 1 THEN allocation ELSE -allocation END) AS allocation_ns,
+       sum(CASE side WHEN 1 THEN module ELSE -module END) AS module_ns,
+       sum(CASE side WHEN 1 THEN api ELSE -api END) AS api_ns,
+       sum(CASE side WHEN 1 THEN osrt ELSE -osrt END) AS osrt_ns
+FROM looked GROUP BY gap_id;
 
 -- One row per GPU idle gap of at least min_gap_ns (phase_settings), with its cause: the host
 -- state that took most of the gap on the thread that ended it; time in no traced call is
 -- 'nvtx' when an NVTX range was open there (host code inside it), else 'untraced'.
 CREATE TABLE idle_gaps AS
 WITH per_state AS (
-  SELECT gap_id,
-         sum(ns) FILTER (WHERE state = 'sync') AS sync_ns, sum(ns) FILTER (WHERE state = 'copy') AS copy_ns,
-         sum(ns) FILTER (WHERE state = 'launch') AS launch_ns,
-         sum(ns) FILTER (WHERE state = 'allocation') AS allocation_ns,
-         sum(ns) FILTER (WHERE state = 'module-loading') AS module_ns,
-         sum(ns) FILTER (WHERE state = 'cuda-api') AS api_ns, sum(ns) FILTER (WHERE state = 'os-call') AS osrt_ns,
-         arg_max(state, ns) FILTER (WHERE ns > 0) AS top_state, arg_max(name, ns) FILTER (WHERE ns > 0) AS top_name,
-         max(ns) AS top_ns
-  FROM gap_states GROUP BY gap_id),
+  SELECT g.*, greatest(g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns) AS top_ns,
+         CASE greatest(g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns)
+           WHEN 0 THEN NULL
+           WHEN g.sync_ns THEN 'sync'
+           WHEN g.copy_ns THEN 'copy'
+           WHEN g.launch_ns THEN 'launch'
+           WHEN g.allocation_ns THEN 'allocation'
+           WHEN g.module_ns THEN 'module-loading'
+           WHEN g.api_ns THEN 'cuda-api'
+           WHEN g.osrt_ns THEN 'os-call' END AS top_state
+  FROM gap_states g),
+-- the call of the top state last entered before the gap ended names it
+named AS (
+  SELECT p.*, h.name AS top_name
+  FROM (SELECT p.*, r.pid, r.tid, r.end_ns AS gap_end_ns FROM per_state p JOIN raw_gaps r USING (gap_id)) p
+  ASOF LEFT JOIN host_states h ON h.pid = p.pid AND h.tid = p.tid AND h.state = p.top_state AND h.start_ns <= p.gap_end_ns),
 mid AS (
   SELECT g.gap_id, g.global_tid, g.start_ns + (g.end_ns - g.start_ns) // 2 AS ts FROM raw_gaps g),
 mid_depth AS (
@@ -99,7 +124,8 @@ mid_range AS (
     ON t.global_tid = d.global_tid AND t.depth = d.open_after - 1 AND t.start_seq <= d.last_seq
   WHERE d.open_after > 0),
 blocked AS (
-  SELECT g.gap_id, b.api AS after_blocking_api, b.kind AS after_blocking_kind, b.end_ns AS blocking_end_ns
+  SELECT g.gap_id, b.api AS after_blocking_api, b.kind AS after_blocking_kind, b.end_ns AS blocking_end_ns,
+         b.duration_ns AS blocking_wait_ns
   FROM raw_gaps g ASOF JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns
   WHERE b.end_ns >= g.start_ns),
 stepped AS (
@@ -111,8 +137,8 @@ classed AS (
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
          coalesce(p.module_ns, 0) AS module_ns, coalesce(p.api_ns, 0) AS api_ns, coalesce(p.osrt_ns, 0) AS osrt_ns,
          p.top_state, p.top_name, coalesce(p.top_ns, 0) AS top_ns, r.nvtx_range,
-         b.after_blocking_api, b.after_blocking_kind, b.blocking_end_ns, st.step
-  FROM raw_gaps g LEFT JOIN per_state p USING (gap_id) LEFT JOIN mid_range r USING (gap_id)
+         b.after_blocking_api, b.after_blocking_kind, b.blocking_end_ns, b.blocking_wait_ns, st.step
+  FROM raw_gaps g LEFT JOIN named p USING (gap_id) LEFT JOIN mid_range r USING (gap_id)
   LEFT JOIN blocked b USING (gap_id) LEFT JOIN stepped st USING (gap_id))
 SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        (c.start_ns >= ss.start_ns AND c.end_ns <= ss.end_ns) AS in_steady_state, c.step,
@@ -125,7 +151,7 @@ SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        c.nvtx_range, c.sync_ns, c.copy_ns, c.launch_ns, c.allocation_ns, c.module_ns, c.api_ns, c.osrt_ns,
        c.duration_ns - c.sync_ns - c.copy_ns - c.launch_ns - c.allocation_ns - c.module_ns - c.api_ns - c.osrt_ns
          AS host_ns,
-       c.after_blocking_api, c.after_blocking_kind, c.blocking_end_ns
+       c.after_blocking_api, c.after_blocking_kind, c.blocking_end_ns, c.blocking_wait_ns
 FROM classed c LEFT JOIN steady_state ss ON ss.pid = c.pid;
 
 -- Per (device, process, cause, detail) over the steady state: the time that removing the cause
@@ -142,8 +168,8 @@ GROUP BY g.device_id, g.pid, g.cause, g.detail;
 -- A gap cause in words, for rule messages: "the host was mostly <text>".
 CREATE MACRO gap_cause_text(cause, detail) AS
   CASE cause
-    WHEN 'nvtx' THEN 'running host code inside NVTX range "' || detail || '" (no CUDA call)'
-    WHEN 'untraced' THEN 'running host code outside any NVTX range or traced call'
+    WHEN 'nvtx' THEN 'running code inside NVTX range "' || detail || '" with no CUDA call (Python, framework or host work)'
+    WHEN 'untraced' THEN 'running code outside any NVTX range or traced call'
     WHEN 'launch' THEN 'inside launch calls (' || detail || ')'
     WHEN 'sync' THEN 'blocked in ' || detail
     WHEN 'copy' THEN 'inside the copy call ' || detail

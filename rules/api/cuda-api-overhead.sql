@@ -1,4 +1,6 @@
 -- One row per CUDA API (runtime and driver), version suffixes stripped, most host time first.
+-- Totals cover the whole trace (as nsys's cuda_api_sum); the launch verdict judges the steady
+-- state (steady_state), where it exists, so start-up and warm-up launches do not decide it.
 WITH per_api AS (
   SELECT api, layer, any_value(category) AS category, count(*) AS calls,
          sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
@@ -8,16 +10,35 @@ WITH per_api AS (
 launched AS (
   SELECT api_base_name(launch_api) AS api, count(*) AS gpu_ops, sum(duration_ns) AS gpu_ns
   FROM gpu_activity WHERE launch_api IS NOT NULL GROUP BY 1),
+steady_calls AS (
+  SELECT a.api, a.layer, count(*) AS steady_calls, sum(a.duration_ns) AS steady_total_ns,
+         median(a.duration_ns) AS steady_median_ns
+  FROM api_calls a JOIN steady_state ss ON ss.pid = a.pid AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns
+  GROUP BY a.api, a.layer),
+steady_launched AS (
+  SELECT api_base_name(g.launch_api) AS api, sum(g.duration_ns) AS gpu_ns
+  FROM gpu_activity g JOIN steady_state ss
+    ON ss.pid = g.pid AND g.launch_start_ns >= ss.start_ns AND g.launch_start_ns < ss.end_ns
+  WHERE g.launch_api IS NOT NULL GROUP BY 1),
 total AS (SELECT sum(total_ns) AS all_ns FROM per_api),
+has_steady AS (SELECT count(*) > 0 AS yes FROM steady_state),
 rated AS (
   SELECT p.*, round(100.0 * p.total_ns / total.all_ns, 2) AS share_pct,
          l.gpu_ops AS launched_ops, l.gpu_ns AS launched_gpu_ns,
-         round(p.total_ns / nullif(l.gpu_ns, 0), 3) AS api_to_gpu_ratio
-  FROM per_api p CROSS JOIN total LEFT JOIN launched l ON l.api = p.api)
+         round(p.total_ns / nullif(l.gpu_ns, 0), 3) AS api_to_gpu_ratio,
+         coalesce(s.steady_calls, 0) AS steady_calls, coalesce(s.steady_total_ns, 0) AS steady_total_ns,
+         s.steady_median_ns, coalesce(sl.gpu_ns, 0) AS steady_launched_gpu_ns,
+         round(coalesce(s.steady_total_ns, 0) / nullif(sl.gpu_ns, 0), 3) AS steady_api_to_gpu_ratio,
+         has_steady.yes AS judged_on_steady_state
+  FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api
+  LEFT JOIN steady_calls s ON s.api = p.api AND s.layer = p.layer LEFT JOIN steady_launched sl ON sl.api = p.api)
 SELECT *,
        -- median x calls: the typical cost, so a few slow first launches (lazy module
        -- loading at start-up) do not make a healthy loop look launch-bound
-       (category = 'launch' AND median_ns * calls >= $min_total_ns
-        AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0)) AS launch_rivals_gpu
+       (category = 'launch' AND CASE WHEN judged_on_steady_state
+          THEN coalesce(steady_median_ns * steady_calls, 0) >= $min_total_ns
+               AND steady_median_ns * steady_calls >= $rival_ratio * steady_launched_gpu_ns
+          ELSE median_ns * calls >= $min_total_ns
+               AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0) END) AS launch_rivals_gpu
 FROM rated
 ORDER BY total_ns DESC, api

@@ -1,0 +1,36 @@
+-- One row per data-loading NVTX range name of a process (ranges in its steady state), and per
+-- OS wait call that held the thread feeding the GPU during idle gaps; most GPU idle time first.
+WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
+gpus AS (
+  SELECT pid, string_agg('GPU ' || device_id, ', ' ORDER BY device_id) AS gpus
+  FROM (SELECT DISTINCT pid, device_id FROM gpu_busy) GROUP BY pid),
+step_time AS (
+  SELECT s.pid, count(*) AS steps, sum(s.duration_ns) AS step_ns
+  FROM steps s JOIN ss USING (pid) WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid),
+matching AS (
+  SELECT r.*, EXISTS (SELECT 1 FROM unnest($range_patterns) p(pat) WHERE r.name ILIKE p.pat)
+                AND NOT EXISTS (SELECT 1 FROM step_patterns sp WHERE r.name ILIKE sp.pattern) AS loads
+  FROM nvtx_range_stats r),
+-- the outermost matching range only: "decode" inside "Data Loading" is not counted twice
+loading AS (
+  SELECT m.pid, 'nvtx range' AS source, m.name AS what, count(*) AS instances, sum(m.duration_ns) AS wall_ns,
+         sum(m.busy_during_ns) AS busy_ns,
+         sum(m.duration_ns * greatest(m.devices, 1) - m.busy_during_ns) AS idle_ns
+  FROM matching m JOIN ss USING (pid) LEFT JOIN matching parent ON parent.range_id = m.parent_id
+  WHERE m.loads AND NOT coalesce(parent.loads, false) AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
+  GROUP BY m.pid, m.name),
+waiting AS (
+  SELECT c.pid, 'os wait' AS source, c.detail AS what, sum(c.gaps) AS instances, sum(c.idle_ns) AS wall_ns,
+         0 AS busy_ns, sum(c.idle_ns) AS idle_ns
+  FROM idle_gap_causes c
+  WHERE c.cause = 'os-call' AND list_contains($wait_calls, c.detail)
+  GROUP BY c.pid, c.detail),
+rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting)
+SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances, r.wall_ns, round(r.wall_ns / r.instances) AS avg_ns,
+       r.busy_ns, r.idle_ns, ss.window_ns,
+       round(100.0 * r.idle_ns / nullif(ss.window_ns, 0), 2) AS idle_window_pct,
+       st.steps, round(st.step_ns / st.steps) AS avg_step_ns,
+       round(100.0 * r.wall_ns / nullif(st.step_ns, 0), 2) AS step_share_pct,
+       row_number() OVER (PARTITION BY r.pid ORDER BY r.idle_ns DESC, r.what) AS rank
+FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
+ORDER BY r.idle_ns DESC, r.pid, r.what
