@@ -1,0 +1,45 @@
+-- One row per (process, device, kernel) for GEMM/convolution kernels that do fp32 math on CUDA
+-- cores, in the steady state, on GPUs with tensor cores; the process's largest first.
+WITH gpu AS (
+  -- tensor cores: compute capability 7.0+ (Volta), except GeForce GTX 16xx (Turing without
+  -- them); old exports without a capability are judged by the name
+  SELECT device_id, name AS gpu_name, compute_major, compute_minor,
+         CASE WHEN compute_major >= 8 THEN 'bf16, fp16 or TF32' ELSE 'fp16' END AS tensor_formats
+  FROM devices
+  WHERE NOT regexp_matches(coalesce(name, ''), $no_tensor_core_gpus, 'i')
+    AND (compute_major >= 7
+         OR (compute_major IS NULL AND regexp_matches(coalesce(name, ''), $tensor_core_gpus, 'i')))),
+steady AS (
+  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns
+  FROM kernels k JOIN steady_state s ON s.pid = k.pid
+  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
+busy AS (
+  -- the process's GPU busy time on the device inside its steady-state window
+  SELECT b.pid, b.device_id,
+         sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
+  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
+  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
+  GROUP BY ALL),
+fp32 AS (
+  SELECT pid, device_id, name, any_value(short_name) AS short_name, count(*) AS instances,
+         sum(duration_ns) AS total_ns, median(duration_ns) AS median_ns
+  FROM steady
+  WHERE regexp_matches(name, $gemm_pattern, 'i') AND regexp_matches(name, $fp32_pattern, 'i')
+    AND NOT regexp_matches(name, $tensor_core_pattern, 'i')
+  GROUP BY ALL),
+ranked AS (
+  SELECT f.*, CASE WHEN coalesce(f.short_name, '') IN ('', 'Kernel', 'Kernel2', 'device_kernel')
+                   THEN regexp_replace(f.name, '^void ', '') ELSE f.short_name END AS label,
+         sum(f.total_ns) OVER (PARTITION BY f.pid, f.device_id) AS fp32_ns,
+         count(*) OVER (PARTITION BY f.pid, f.device_id) AS fp32_kernels,
+         row_number() OVER (PARTITION BY f.pid, f.device_id ORDER BY f.total_ns DESC, f.name) AS rank
+  FROM fp32 f)
+SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tensor_formats, r.name,
+       -- a wrapper's short name (cutlass::Kernel2<...>) says nothing: show the full name then
+       CASE WHEN length(r.label) > 120 THEN left(r.label, 117) || '...' ELSE r.label END AS display_name,
+       r.instances, r.total_ns, r.median_ns, r.rank, r.fp32_kernels, r.fp32_ns, b.busy_ns,
+       round(100.0 * r.total_ns / nullif(b.busy_ns, 0), 2) AS busy_share_pct,
+       round(100.0 * r.fp32_ns / nullif(b.busy_ns, 0), 2) AS fp32_share_pct,
+       round(r.fp32_ns * (1 - 1 / $expected_speedup))::BIGINT AS est_saving_ns
+FROM ranked r JOIN gpu g USING (device_id) LEFT JOIN busy b USING (pid, device_id)
+ORDER BY r.fp32_ns DESC, r.pid, r.device_id, r.rank

@@ -1,0 +1,46 @@
+-- One row per (process, device, kernel) for elementwise and reduction kernels in the steady
+-- state, with the process's totals; the process with the most such time first.
+WITH steady AS (
+  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, s.steps,
+         s.end_ns - s.start_ns AS window_ns,
+         regexp_matches(k.name, $elementwise_pattern, 'i') AS is_elementwise
+  FROM kernels k JOIN steady_state s ON s.pid = k.pid
+  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
+busy AS (
+  SELECT b.pid, b.device_id,
+         sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
+  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
+  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
+  GROUP BY ALL),
+per_process AS (
+  SELECT pid, device_id, any_value(steps) AS steps, any_value(window_ns) AS window_ns,
+         count(*) AS kernel_count, sum(duration_ns) AS kernel_ns,
+         count(*) FILTER (WHERE is_elementwise) AS ew_launches,
+         coalesce(sum(duration_ns) FILTER (WHERE is_elementwise), 0) AS ew_ns,
+         median(duration_ns) FILTER (WHERE is_elementwise) AS ew_median_ns,
+         count(DISTINCT name) FILTER (WHERE is_elementwise) AS ew_kernels
+  FROM steady GROUP BY ALL),
+per_kernel AS (
+  SELECT pid, device_id, name, any_value(short_name) AS short_name, count(*) AS instances,
+         sum(duration_ns) AS total_ns, median(duration_ns) AS median_ns
+  FROM steady WHERE is_elementwise GROUP BY ALL),
+labelled AS (
+  -- "vectorized_elementwise_kernel" names the loop, not the op: add the functor it runs
+  SELECT *, list_filter(regexp_extract_all(name, 'native::(?:<unnamed>::)?([A-Za-z_][A-Za-z0-9_]*)', 1),
+                        x -> x NOT IN ('vectorized_elementwise_kernel', 'unrolled_elementwise_kernel',
+                                       'elementwise_kernel', 'gpu_kernel_impl_nocast', 'gpu_kernel_impl',
+                                       'reduce_kernel', 'ReduceOp', 'func_wrapper_t', 'detail', 'memory',
+                                       'binary_internal', 'BinaryFunctor', 'AUnaryFunctor', 'BUnaryFunctor',
+                                       'templates', 'cuda'))[1] AS op,
+         row_number() OVER (PARTITION BY pid, device_id ORDER BY total_ns DESC, name) AS rank
+  FROM per_kernel)
+SELECT l.pid, l.device_id, l.name,
+       left(CASE WHEN l.op IS NULL OR l.op = l.short_name THEN coalesce(l.short_name, l.name)
+                 ELSE l.short_name || '<' || l.op || '>' END, 120) AS display_name,
+       l.instances, l.total_ns, l.median_ns, l.rank,
+       p.ew_kernels, p.ew_launches, p.ew_ns, p.ew_median_ns, p.kernel_count, p.kernel_ns,
+       b.busy_ns, round(100.0 * p.ew_ns / nullif(b.busy_ns, 0), 2) AS ew_share_pct,
+       p.steps, round(p.ew_launches / nullif(p.steps, 0), 1) AS ew_launches_per_step,
+       round(100.0 * b.busy_ns / nullif(p.window_ns, 0), 2) AS utilization_pct
+FROM labelled l JOIN per_process p USING (pid, device_id) LEFT JOIN busy b USING (pid, device_id)
+ORDER BY p.ew_ns DESC, l.pid, l.device_id, l.rank
