@@ -31,10 +31,10 @@ INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), 
 -- At equal timestamps ends sort before starts (back-to-back siblings), outer starts before inner
 -- ones, and a zero-length range's end after its own start. Start/end ranges (which may cross
 -- threads and overlap freely) get no depth or parent.
-CREATE TEMP TABLE nvtx_numbered AS
+CREATE TABLE nvtx_numbered AS
 SELECT row_number() OVER (ORDER BY global_tid, start_ns, end_ns DESC, name) AS range_id, * FROM nvtx_ranges;
 
-CREATE TEMP TABLE nvtx_stack_events AS
+CREATE TABLE nvtx_stack_events AS
 WITH stacked AS (SELECT * FROM nvtx_numbered WHERE style = 'push_pop' AND same_thread),
 ev AS (
   SELECT global_tid, range_id, start_ns AS ts, 1 AS ord, -end_ns AS tie, 1 AS delta FROM stacked
@@ -47,7 +47,7 @@ FROM ev;
 
 -- The stack height after the last event at each timestamp of a thread: the lookup key for
 -- "which range is innermost at time t" (an ASOF join, see 21_nvtx.sql).
-CREATE TEMP TABLE nvtx_stack_points AS
+CREATE TABLE nvtx_stack_points AS
 SELECT global_tid, ts, arg_max(open_after, seq) AS open_after, max(seq) AS last_seq
 FROM nvtx_stack_events GROUP BY global_tid, ts;
 
@@ -62,12 +62,12 @@ SELECT n.range_id, n.pid, n.tid, n.global_tid, n.start_ns, n.end_ns, n.duration_
 FROM nvtx_numbered n LEFT JOIN parented p USING (range_id);
 
 -- Pattern priority per distinct range name (names repeat: match each once).
-CREATE TEMP TABLE step_names AS
+CREATE TABLE step_names AS
 SELECT n.name, min(sp.priority) AS priority
 FROM (SELECT DISTINCT name FROM nvtx_tree) n JOIN step_patterns sp ON n.name ILIKE sp.pattern GROUP BY n.name;
 
 -- Candidate step ranges by name: one group per (process, thread, pattern, depth).
-CREATE TEMP TABLE named_step_groups AS
+CREATE TABLE named_step_groups AS
 WITH hits AS (SELECT t.*, sn.priority FROM nvtx_tree t JOIN step_names sn USING (name)),
 grouped AS (
   SELECT pid, tid, global_tid, priority, coalesce(depth, 0) AS depth, count(*) AS n,
@@ -77,7 +77,7 @@ grouped AS (
 SELECT *, row_number() OVER (PARTITION BY pid ORDER BY priority, n DESC, depth, tid) AS choice
 FROM grouped WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_steps');
 
-CREATE TEMP TABLE named_steps AS
+CREATE TABLE named_steps AS
 SELECT t.pid, t.tid, t.name, t.start_ns, t.end_ns
 FROM named_step_groups g JOIN nvtx_tree t
   ON t.global_tid = g.global_tid AND coalesce(t.depth, 0) = g.depth
@@ -88,7 +88,7 @@ WHERE g.choice = 1;
 -- "Model Computation", "Backward Pass" every step). On the shallowest depth of a thread where
 -- some name repeats, the names repeated most often form the sequence; its earliest-starting
 -- name opens each step, which lasts until the next one opens.
-CREATE TEMP TABLE sequence_steps AS
+CREATE TABLE sequence_steps AS
 WITH names AS (
   SELECT pid, tid, global_tid, depth, name, count(*) AS n, min(start_ns) AS first_start
   FROM nvtx_tree WHERE depth IS NOT NULL
@@ -119,7 +119,7 @@ FROM opened WHERE step_no > 0 GROUP BY pid, step_no;
 -- No NVTX loop either: the regular recurrence of a kernel (GPU start times) or of a
 -- synchronizing API call (host start times). The most regular marker wins, then the one with
 -- the most occurrences: one occurrence per step.
-CREATE TEMP TABLE repeated_steps AS
+CREATE TABLE repeated_steps AS
 WITH markers AS (
   SELECT pid, launch_tid AS tid, 'kernel ' || name AS marker, start_ns, end_ns FROM kernels
   WHERE pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)
@@ -206,3 +206,13 @@ SELECT c.pid, c.start_ns, c.end_ns, c.start_ns - a.first_ns AS startup_ns, c.met
        (SELECT coalesce(sum(x.duration_ns), 0) FROM api_calls x
         WHERE x.pid = c.pid AND x.category = 'context' AND x.start_ns < c.start_ns) AS context_ns
 FROM chosen c JOIN activity a USING (pid);
+
+-- Intermediates live in the database file, not in memory (temporary tables do not spill
+-- until DuckDB's memory limit): dropped once used.
+DROP TABLE repeated_steps;
+DROP TABLE sequence_steps;
+DROP TABLE named_steps;
+DROP TABLE named_step_groups;
+DROP TABLE step_names;
+DROP TABLE nvtx_stack_events;
+DROP TABLE nvtx_numbered;

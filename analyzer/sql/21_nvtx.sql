@@ -5,7 +5,7 @@
 -- Innermost open push/pop range on the launching thread at each GPU operation's launch call
 -- (its API call's start). The stack height after the last NVTX event at or before the launch is
 -- D; the innermost open range is the last range started at depth D-1 before that point.
-CREATE TEMP TABLE gpu_op_ranges AS
+CREATE TABLE gpu_op_ranges AS
 WITH ops AS (
   SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, start_ns, end_ns, duration_ns,
          launch_start_ns
@@ -21,14 +21,14 @@ WHERE a.open_after > 0;
 -- Per range instance, the GPU operations launched inside it or inside its descendants
 -- (what nsys's nvtx_gpu_proj_sum counts): direct aggregates rolled up the parent chain, so the
 -- work is ranges-with-GPU-work x depth.
-CREATE TEMP TABLE nvtx_direct_ops AS
+CREATE TABLE nvtx_direct_ops AS
 SELECT range_id, count(*) AS ops, count(*) FILTER (WHERE kind = 'kernel') AS kernels,
        count(*) FILTER (WHERE kind = 'memcpy') AS memcpys, count(*) FILTER (WHERE kind = 'memset') AS memsets,
        count(*) FILTER (WHERE kind = 'graph') AS graphs, sum(duration_ns) AS gpu_ns,
        min(start_ns) AS gpu_start_ns, max(end_ns) AS gpu_end_ns
 FROM gpu_op_ranges GROUP BY range_id;
 
-CREATE TEMP TABLE nvtx_inclusive_ops AS
+CREATE TABLE nvtx_inclusive_ops AS
 WITH RECURSIVE up(range_id, anc_id, ops, kernels, memcpys, memsets, graphs, gpu_ns, gpu_start_ns, gpu_end_ns) AS (
   SELECT range_id, range_id, ops, kernels, memcpys, memsets, graphs, gpu_ns, gpu_start_ns, gpu_end_ns FROM nvtx_direct_ops
   UNION ALL
@@ -43,8 +43,9 @@ FROM up GROUP BY anc_id;
 -- intervals: busy time in [a, b] = busy_before(b) - busy_before(a), found by ASOF joins.
 CREATE TABLE gpu_busy_cum AS
 SELECT device_id, pid, start_ns, end_ns,
-       coalesce(sum(duration_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns
-                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS busy_before_ns
+       -- inclusive running sums stream; the exclusive frame (... AND 1 PRECEDING) does not
+       sum(duration_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)
+         - duration_ns AS busy_before_ns
 FROM gpu_busy;
 
 -- One row per NVTX range instance: its place in the stack, the GPU work launched from it
@@ -75,3 +76,9 @@ LEFT JOIN (SELECT pid, count(*) AS devices FROM devs GROUP BY pid) dc USING (pid
 LEFT JOIN nvtx_inclusive_ops o USING (range_id)
 LEFT JOIN busy b USING (range_id)
 LEFT JOIN children c USING (range_id);
+
+-- Intermediates live in the database file, not in memory (temporary tables do not spill
+-- until DuckDB's memory limit): dropped once used.
+DROP TABLE nvtx_inclusive_ops;
+DROP TABLE nvtx_direct_ops;
+DROP TABLE gpu_op_ranges;

@@ -14,7 +14,7 @@ FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind L
 
 -- What a thread does, as disjoint intervals: CUDA API calls and OS runtime calls, the outermost
 -- call winning where they nest (a driver call inside a runtime call, a poll inside a sync).
-CREATE TEMP TABLE host_states AS
+CREATE TABLE host_states AS
 WITH calls AS (
   SELECT pid, tid, start_ns, end_ns, api AS name,
          CASE category WHEN 'sync' THEN 'sync' WHEN 'memcpy' THEN 'copy' WHEN 'memset' THEN 'copy'
@@ -32,25 +32,33 @@ FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 
 -- Per thread, the time spent in each state before each interval (one running sum per state),
 -- so one ASOF lookup per gap edge gives every state's time up to that instant.
-CREATE TEMP TABLE host_state_cum AS
+CREATE TABLE host_state_cum AS
 SELECT pid, tid, state, name, start_ns, end_ns,
-       coalesce(sum(CASE WHEN state = 'sync' THEN end_ns - start_ns END) OVER w, 0) AS sync_before,
-       coalesce(sum(CASE WHEN state = 'copy' THEN end_ns - start_ns END) OVER w, 0) AS copy_before,
-       coalesce(sum(CASE WHEN state = 'launch' THEN end_ns - start_ns END) OVER w, 0) AS launch_before,
-       coalesce(sum(CASE WHEN state = 'allocation' THEN end_ns - start_ns END) OVER w, 0) AS allocation_before,
-       coalesce(sum(CASE WHEN state = 'module-loading' THEN end_ns - start_ns END) OVER w, 0) AS module_before,
-       coalesce(sum(CASE WHEN state = 'cuda-api' THEN end_ns - start_ns END) OVER w, 0) AS api_before,
-       coalesce(sum(CASE WHEN state = 'os-call' THEN end_ns - start_ns END) OVER w, 0) AS osrt_before
+       sum(CASE WHEN state = 'sync' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'sync' THEN end_ns - start_ns ELSE 0 END AS sync_before,
+       sum(CASE WHEN state = 'copy' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'copy' THEN end_ns - start_ns ELSE 0 END AS copy_before,
+       sum(CASE WHEN state = 'launch' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'launch' THEN end_ns - start_ns ELSE 0 END AS launch_before,
+       sum(CASE WHEN state = 'allocation' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'allocation' THEN end_ns - start_ns ELSE 0 END AS allocation_before,
+       sum(CASE WHEN state = 'module-loading' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'module-loading' THEN end_ns - start_ns ELSE 0 END AS module_before,
+       sum(CASE WHEN state = 'cuda-api' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'cuda-api' THEN end_ns - start_ns ELSE 0 END AS api_before,
+       sum(CASE WHEN state = 'os-call' THEN end_ns - start_ns ELSE 0 END) OVER w
+         - CASE WHEN state = 'os-call' THEN end_ns - start_ns ELSE 0 END AS osrt_before
 FROM host_states
-WINDOW w AS (PARTITION BY pid, tid ORDER BY start_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
+-- inclusive running sums (they stream), minus the row's own time
+WINDOW w AS (PARTITION BY pid, tid ORDER BY start_ns ROWS UNBOUNDED PRECEDING);
 
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
 -- a gap has no known launching thread.
-CREATE TEMP TABLE main_threads AS
+CREATE TABLE main_threads AS
 SELECT pid, arg_max(launch_tid, n) AS tid FROM (
   SELECT pid, launch_tid, count(*) AS n FROM gpu_activity WHERE launch_tid IS NOT NULL GROUP BY ALL) GROUP BY pid;
 
-CREATE TEMP TABLE raw_gaps AS
+CREATE TABLE raw_gaps AS
 WITH g AS (
   SELECT device_id, pid, lag(end_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns) AS start_ns,
          start_ns AS end_ns
@@ -67,7 +75,7 @@ WHERE g.start_ns IS NOT NULL AND g.end_ns - g.start_ns >= (SELECT value FROM pha
 
 -- Time of each host state on the gap's thread inside the gap: prefix-sum differences between
 -- the gap's end and its start.
-CREATE TEMP TABLE gap_states AS
+CREATE TABLE gap_states AS
 WITH edges AS (
   SELECT gap_id, pid, tid, start_ns AS ts, 0 AS side FROM raw_gaps
   UNION ALL
@@ -177,3 +185,12 @@ CREATE MACRO gap_cause_text(cause, detail) AS
     WHEN 'allocation' THEN 'allocating or freeing memory (' || detail || ')'
     WHEN 'module-loading' THEN 'loading modules or creating a context (' || detail || ')'
     ELSE 'inside the CUDA call ' || coalesce(detail, '?') END;
+
+-- Intermediates live in the database file, not in memory (temporary tables do not spill
+-- until DuckDB's memory limit): dropped once used.
+DROP TABLE gap_states;
+DROP TABLE raw_gaps;
+DROP TABLE main_threads;
+DROP TABLE host_state_cum;
+DROP TABLE host_states;
+DROP TABLE nvtx_stack_points;
