@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .analyze import analyze
+from .batch.options import batch_options, is_batch, run_batch
 from .catalog import load_rules
 from .engine import parse_overrides
 from .errors import DiagnoseError, UsageError
@@ -52,32 +53,42 @@ def cli() -> None:
     \b
     nsys-diagnose report.sqlite            Markdown report on the terminal
     nsys-diagnose report.sqlite --format json -o report.json
+    nsys-diagnose runs/ -o out/            batch: a folder (or paths, globs), in parallel
     nsys-diagnose rules                    list the rules
     nsys-diagnose explain gpu-idle-gaps    one rule's documentation
     """
 
 
 @cli.command("analyze")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="md", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report here (atomically).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Write the report here (atomically); for a batch, the output folder.")
 @rules_option
 @click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
 @click.option("--select", multiple=True, metavar="ID", help="Run only these rules; may repeat.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding reaches this severity.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache (nor, for a batch, the result cache).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
 @click.option("--reader", type=click.Choice(["auto", "scanner", "sqlite3"]), default="auto", show_default=True,
               help="How to read the export: DuckDB's sqlite extension, or Python's sqlite3.")
-def analyze_cmd(path: Path, fmt: str, output: Path | None, rule_dirs, sets, select, fail_on: str,
-                no_cache: bool, cache_dir: Path | None, reader: str) -> None:
-    """Analyze one export (.sqlite from `nsys export --type sqlite`)."""
+@batch_options
+def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dirs, sets, select, fail_on: str,
+                no_cache: bool, cache_dir: Path | None, reader: str, **batch) -> None:
+    """Analyze one export (.sqlite from `nsys export --type sqlite`), or a batch: a folder, several
+    paths or a glob; a batch writes <name>.json + <name>.md per input and summary.md,
+    reports.parquet and findings.parquet into -o DIR (default ./nsys-diagnose-out)."""
     rules = load_rules(rule_dirs)
     overrides = parse_overrides(sets, rules)
     unknown = [s for s in select if s not in rules]
     if unknown:
         raise UsageError(f"--select: no rule {', '.join(unknown)} (see `nsys-diagnose rules`)")
+    if is_batch(paths):
+        sys.exit(run_batch(paths, output=output, fmt=fmt, rules=rules, overrides=overrides,
+                           select=list(select) or None, fail_on=fail_on, use_cache=not no_cache,
+                           cache_dir=cache_dir, reader=reader, **batch))
+    path = paths[0]
     if output:
         refuse_overwriting_inputs(output, [path])
     report = analyze(path, rules=rules, overrides=overrides, select=list(select) or None,

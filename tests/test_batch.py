@@ -1,0 +1,353 @@
+"""Batch mode: discovery, parallel = serial, fault isolation, the result cache, Dask, ranks."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from analyzer.batch import ranks
+from analyzer.batch.command import run_batch
+from analyzer.batch.discover import discover, unique_names
+from analyzer.batch.run import DIED
+from analyzer.batch.work import analyze_job, command_line
+from analyzer.catalog import load_rules
+
+from .conftest import FIXTURES, ROOT
+from .synth import write_export
+
+EXPORTS = FIXTURES / "exports"
+RULES = load_rules()
+GPID = lambda pid: (1 << 48) + pid * (1 << 24)  # noqa: E731  serialized globalPid
+
+
+def rank_export(path: Path, rank: int, step_ns: int, *, uuid: str | None = None, steps: int = 10,
+                kernel_ns: int = 8_000_000, command: tuple[str, ...] = ("python3", "train.py")) -> Path:
+    """One rank of a data-parallel job: `steps` NVTX train_step ranges, one 8 ms kernel each."""
+    pid = 100 + rank
+    t0 = 1_000_000
+    return write_export({
+        "StringIds": [{"id": 1, "value": "gemm_kernel"}],
+        "CUPTI_ACTIVITY_KIND_KERNEL": [
+            {"start": t0 + i * step_ns, "end": t0 + i * step_ns + kernel_ns, "deviceId": 0, "contextId": 1,
+             "streamId": 7, "correlationId": i + 1, "globalPid": GPID(pid), "demangledName": 1, "shortName": 1}
+            for i in range(steps)],
+        "NVTX_EVENTS": [{"start": t0 + i * step_ns, "end": t0 + (i + 1) * step_ns, "eventType": 59,
+                         "text": "train_step", "globalTid": GPID(pid) + pid} for i in range(steps)],
+        "META_DATA_CAPTURE": [{"name": "PROCESS_0:COMMAND", "value": command[0]}]
+        + [{"name": f"PROCESS_0:ARGUMENT_{i}", "value": a} for i, a in enumerate(command[1:])],
+        "TARGET_INFO_GPU": [{"id": 0, "cuDevice": 0, "name": "NVIDIA H200", "smCount": 132,
+                             "uuid": uuid or f"GPU-{rank:04d}-aaaa"}],
+    }, path)
+
+
+def batch(inputs, out: Path, **kw) -> int:
+    opts = dict(output=out, fmt="md", rules=RULES, overrides={}, select=None, fail_on="error", use_cache=False,
+                cache_dir=None, reader="auto", workers=1, progress_mode="plain")
+    return run_batch([str(p) for p in inputs], **(opts | kw))
+
+
+def stable_json(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    doc["input"].pop("from_cache")
+    for rule in doc["rules"]:
+        rule.pop("seconds")
+    return doc
+
+
+def outputs(out: Path) -> dict[str, object]:
+    """Everything a batch wrote, minus what legitimately differs between runs (timings)."""
+    got: dict[str, object] = {}
+    for p in sorted(out.rglob("*")):
+        rel = p.relative_to(out).as_posix()
+        if p.suffix == ".json":
+            got[rel] = stable_json(p)
+        elif p.name == "summary.md":
+            got[rel] = [ln for ln in p.read_text().splitlines() if "nsys-diagnose 0" not in ln]  # total time
+        elif p.suffix == ".md":
+            got[rel] = p.read_text()
+        elif p.suffix == ".parquet":
+            df = pl.read_parquet(p)
+            got[rel] = df.drop([c for c in ("seconds", "cached", "rules") if c in df.columns]).to_dicts()
+    return got
+
+
+def differences(a, b, path="") -> list[str]:
+    """Where two output trees differ, as readable paths (pytest's diff of big dicts is not)."""
+    if type(a) is not type(b):
+        return [f"{path}: {a!r:.200} != {b!r:.200}"]
+    if isinstance(a, dict):
+        return [d for k in sorted(set(a) | set(b), key=str) for d in differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list):
+        head = [f"{path}: {len(a)} != {len(b)} items"] if len(a) != len(b) else []
+        return head + [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
+    if isinstance(a, float):  # DuckDB's parallel aggregates (avg, stddev) vary in the last bits
+        return [] if math.isclose(a, b, rel_tol=1e-9) else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{path}: {a!r:.200} != {b!r:.200}"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    """Two real exports, two ranks of one job, and a corrupt file between them."""
+    d = tmp_path_factory.mktemp("inputs")
+    (d / "real").mkdir()
+    shutil.copy(EXPORTS / "compute_fp32.sqlite", d / "real" / "compute_fp32.sqlite")
+    shutil.copy(EXPORTS / "dataloader_bound.sqlite", d / "real" / "dataloader_bound.sqlite")
+    (d / "job").mkdir()
+    rank_export(d / "job" / "rank0.sqlite", 0, 10_000_000)
+    good = bytearray(rank_export(d / "job" / "rank1_corrupt.sqlite", 1, 10_000_000).read_bytes())
+    good[4096:] = b"\xab" * (len(good) - 4096)  # a valid header over garbage pages: a torn copy
+    (d / "job" / "rank1_corrupt.sqlite").write_bytes(good)
+    rank_export(d / "job" / "rank2.sqlite", 2, 10_000_000)
+    (d / "job" / "notes.txt").write_text("not an export")
+    return d
+
+
+@pytest.fixture(scope="module")
+def serial(folder, tmp_path_factory) -> tuple[int, Path]:
+    out = tmp_path_factory.mktemp("serial")
+    return batch([folder], out, workers=1), out
+
+
+# --- discovery -------------------------------------------------------------------------------
+
+def test_discovery_finds_exports_below_and_names_them_uniquely(tmp_path):
+    for rel in ("node1/rank0.sqlite", "node2/rank0.sqlite", "node2/rank0.nsys-rep", "solo.nsys-rep",
+                "summary.sqlite", ".hidden/x.sqlite", "node1/.tmp.sqlite", "readme.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"x")
+    found, unmatched = discover([tmp_path, tmp_path / "node1"], have_nsys=False)  # node1 twice: once
+    by_name = {f.name: f for f in found}
+    assert sorted(by_name) == sorted([f"{tmp_path.name}/summary", "node1/rank0", "node2/rank0",
+                                      "rank0.nsys-rep", "solo"])
+    assert "rank0.sqlite is analyzed instead" in by_name["rank0.nsys-rep"].skip_reason
+    assert "needs nsys on PATH" in by_name["solo"].skip_reason
+    assert by_name["node1/rank0"].skip_reason is None and by_name["node1/rank0"].path.is_absolute()
+    assert unmatched == []
+    found, _ = discover([tmp_path], have_nsys=True)
+    assert not {f.name: f for f in found}["solo"].skip_reason
+
+
+def test_discovery_globs_and_unmatched_patterns(tmp_path):
+    for name in ("a.sqlite", "b.sqlite", "c.db"):
+        (tmp_path / name).write_bytes(b"x")
+    found, unmatched = discover([str(tmp_path / "*.sqlite"), str(tmp_path / "c.db"), str(tmp_path / "zz*")])
+    assert [f.name for f in found] == ["a", "b", "c"] and unmatched == [str(tmp_path / "zz*")]
+
+
+def test_unique_names_lengthen_only_where_needed():
+    paths = [Path("/r/x/a/t.sqlite"), Path("/r/y/a/t.sqlite"), Path("/r/y/b.sqlite")]
+    assert unique_names(paths) == ["x/a/t", "y/a/t", "b"]
+
+
+def test_command_line_from_capture_meta():
+    meta = [("PROCESS_0:ARGUMENT_1", "--steps 20"), ("PROCESS_0:COMMAND", "python3"),
+            ("PROCESS_0:ARGUMENT_0", "train.py"), ("DEVICE_ID", "Local (CLI)")]
+    assert command_line(meta) == "python3 train.py '--steps 20'"
+    assert command_line([]) is None
+
+
+# --- a folder: results, fault isolation, parallel = serial --------------------------------------
+
+def test_bad_file_in_the_middle_is_an_error_row_and_the_rest_finish(serial, folder):
+    code, out = serial
+    assert code == 2  # an input failed
+    reports = duckdb.sql(f"SELECT name, status, error, gpu_utilization_pct FROM '{out / 'reports.parquet'}' "
+                         "ORDER BY name").fetchall()
+    assert [(r[0], r[1]) for r in reports] == [("compute_fp32", "ok"), ("dataloader_bound", "ok"),
+                                                ("rank0", "ok"), ("rank1_corrupt", "error"), ("rank2", "ok")]
+    error = reports[3][2]
+    assert error == "could not be read: database disk image is malformed"
+    assert not (out / "rank1_corrupt.json").exists()
+    summary = (out / "summary.md").read_text()
+    assert "4 analyzed" in summary and "1 failed" in summary and str(folder / "job" / "rank1_corrupt.sqlite") in summary
+
+
+def test_reports_match_the_single_file_command(serial, folder):
+    _, out = serial
+    r = subprocess.run([sys.executable, "-m", "analyzer", folder / "real" / "dataloader_bound.sqlite", "--no-cache"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (out / "dataloader_bound.md").read_text() == r.stdout
+    doc = json.loads((out / "dataloader_bound.json").read_text())
+    row = duckdb.sql(f"SELECT * FROM '{out / 'reports.parquet'}' WHERE name = 'dataloader_bound'").pl().to_dicts()[0]
+    for key in ("span_ns", "gpu_busy_ns", "gpu_utilization_pct", "kernel_ns", "kernel_count", "api_count"):
+        assert row[key] == doc["metrics"][key], key
+    assert row["headline"] == doc["headline"] and row["finding_count"] == len(doc["findings"])
+    assert row["top_finding_message"] == doc["findings"][0]["message"]
+    hot = next(x for x in doc["rules"] if x["id"] == "hot-kernels")["rows"][0]
+    assert (row["top_kernel"], row["top_kernel_ns"]) == (hot["name"], hot["total_ns"])
+    findings = pl.read_parquet(out / "findings.parquet").filter(pl.col("name") == "dataloader_bound")
+    assert findings["message"].to_list() == [f["message"] for f in doc["findings"]]
+    assert json.loads(findings["evidence_json"][0]) == json.loads(json.dumps(doc["findings"][0]["evidence"]))
+
+
+def test_parallel_results_identical_to_serial(serial, folder, tmp_path):
+    code, out = serial
+    assert batch([folder], tmp_path, workers=3) == code
+    assert differences(outputs(out), outputs(tmp_path)) == []
+
+
+def test_a_worker_that_dies_fails_only_its_own_input(folder, tmp_path):
+    assert batch([folder / "job"], tmp_path, workers=2, work=dies_on_rank0) == 2
+    rows = dict(duckdb.sql(f"SELECT name, coalesce(error, status) FROM '{tmp_path / 'reports.parquet'}'").fetchall())
+    assert rows["rank0"] == DIED and rows["rank2"] == "ok" and "malformed" in rows["rank1_corrupt"]
+
+
+def dies_on_rank0(job):
+    if job.name == "rank0":
+        os._exit(9)  # as a segfault or the OOM killer would end the process
+    return analyze_job(job)
+
+
+def test_interrupt_keeps_what_finished(folder, tmp_path):
+    assert batch([folder / "real", folder / "job" / "rank0.sqlite"], tmp_path, work=interrupt_at_dataloader) == 130
+    rows = duckdb.sql(f"SELECT name, status FROM '{tmp_path / 'reports.parquet'}'").fetchall()
+    assert rows == [("compute_fp32", "ok")]
+    assert "Interrupted: 2 input(s) were not analyzed" in (tmp_path / "summary.md").read_text()
+
+
+def interrupt_at_dataloader(job):
+    if job.name == "dataloader_bound":
+        raise KeyboardInterrupt
+    return analyze_job(job)
+
+
+def test_ctrl_c_on_the_cli_stops_the_pool_and_writes_the_summary(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for i in range(8):
+        (inputs / f"r{i:02d}.sqlite").symlink_to(EXPORTS / "compute_fp32.sqlite")
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer", inputs, "-o", tmp_path / "out", "-j", "2",
+                             "--no-cache"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()
+    assert "ok" in first, first + proc.stderr.read()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    done = duckdb.sql(f"SELECT count(*) FROM '{tmp_path / 'out' / 'reports.parquet'}'").fetchone()[0]
+    assert 1 <= done < 8
+    assert "Interrupted" in (tmp_path / "out" / "summary.md").read_text()
+
+
+# --- the result cache ----------------------------------------------------------------------------
+
+def test_second_run_redoes_nothing_and_a_changed_file_is_redone(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for rank in range(3):
+        rank_export(inputs / f"rank{rank}.sqlite", rank, 10_000_000)
+    calls: list[str] = []
+
+    def counting(job):
+        calls.append(job.name)
+        return analyze_job(job)
+
+    run = lambda: batch([inputs], tmp_path / "out", use_cache=True, cache_dir=tmp_path / "cache", work=counting)  # noqa: E731
+    assert run() == 0 and sorted(calls) == ["rank0", "rank1", "rank2"]
+    first = outputs(tmp_path / "out")
+    calls.clear()
+    assert run() == 0 and calls == []
+    assert differences(first, outputs(tmp_path / "out")) == []
+    assert duckdb.sql(f"SELECT bool_and(cached) FROM '{tmp_path / 'out' / 'reports.parquet'}'").fetchone()[0]
+    (inputs / "rank1.sqlite").unlink()
+    rank_export(inputs / "rank1.sqlite", 1, 20_000_000)  # same name, new content
+    assert run() == 0 and calls == ["rank1"]
+    assert stable_json(tmp_path / "out" / "rank1.json") != first["rank1.json"]
+    calls.clear()
+    assert batch([inputs], tmp_path / "out", use_cache=False, cache_dir=tmp_path / "cache", work=counting) == 0
+    assert sorted(calls) == ["rank0", "rank1", "rank2"]  # --no-cache forces
+
+
+# --- Dask ------------------------------------------------------------------------------------------
+
+def test_dask_executor_gives_the_serial_results(serial, folder, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        code = batch([folder], tmp_path, executor="dask", scheduler=cluster.scheduler_address)
+    assert code == serial[0]
+    assert differences(outputs(serial[1]), outputs(tmp_path)) == []
+
+
+# --- ranks of one job --------------------------------------------------------------------------------
+
+def test_rank_table_names_the_straggler(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for rank in range(4):
+        rank_export(inputs / f"rank{rank}.sqlite", rank, 20_000_000 if rank == 3 else 10_000_000)
+    assert batch([inputs], tmp_path / "out") == 0
+    rows = {r["name"]: r for r in pl.read_parquet(tmp_path / "out" / "reports.parquet").to_dicts()}
+    assert {r["job"] for r in rows.values()} == {"job 1"}
+    assert [n for n, r in rows.items() if r["straggler"]] == ["rank3"]
+    assert rows["rank0"]["gpu_utilization_pct"] == pytest.approx(80.0, abs=0.5)
+    assert rows["rank3"]["gpu_utilization_pct"] == pytest.approx(40.0, abs=0.5)
+    reason = rows["rank3"]["straggler_reason"]
+    assert "GPU busy 40.0 % against the job's median 80.0 %" in reason
+    if rows["rank3"]["step_median_ns"]:  # the steps table (sql/20_phases.sql) found the train_step ranges
+        assert rows["rank3"]["step_median_ns"] == 20_000_000 and rows["rank0"]["step_count"] == 10
+        assert "median step 20 ms, 100 % over the job's median 10 ms" in reason
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    assert "## Ranks of one job (job 1): 4 reports of `python3 train.py`" in summary
+    assert "Stragglers: rank3." in summary
+
+
+def record(name, program="python3 train.py", uuids=("GPU-a",), busy=80.0, step=None, kernel_set="k1"):
+    return {"name": name, "status": "ok", "program": program, "kernel_set": kernel_set, "gpu_uuids": list(uuids),
+            "pids": [1], "gpu_utilization_pct": busy, "step_median_ns": step}
+
+
+def test_repeated_runs_on_one_gpu_are_not_ranks():
+    assert ranks.find_jobs([record("mon"), record("tue")]) == []
+    assert ranks.find_jobs([record("a", program="x"), record("b", program="y", uuids=("GPU-b",))]) == []
+
+
+def test_ranks_by_kernel_set_when_no_command_and_by_steps_when_all_have_them():
+    recs = [record("r0", program=None, uuids=("GPU-0",), step=100), record("r1", program=None, uuids=("GPU-1",), step=100),
+            record("r2", program=None, uuids=("GPU-2",), step=115)]
+    (job,) = ranks.find_jobs(recs)
+    assert job.program == "kernel set k1" and job.by_steps and job.median_step_ns == 100
+    assert list(job.stragglers) == ["r2"] and "15 % over" in job.stragglers["r2"]
+    recs[0]["step_median_ns"] = None
+    (job,) = ranks.find_jobs(recs)
+    assert not job.by_steps and job.stragglers == {}
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+def test_cli_batch_over_a_glob_plain_progress_and_exit_codes(folder, tmp_path):
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "analyzer", str(folder / "job" / "rank[02].sqlite"), "-o", out,
+                        "-j", "2", "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"2 analyzed, 0 failed, 0 skipped: {out / 'summary.md'}"
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(ln.startswith(("[1/2] ok", "[2/2] ok")) for ln in lines), r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["findings.parquet", "index.html", "rank0.json", "rank0.md",
+                                                     "rank2.json", "rank2.md", "reports.parquet", "summary.md"]
+    r = subprocess.run([sys.executable, "-m", "analyzer", folder / "job", "-o", out, "-j", "1", "--fail-on", "never"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "1 of 3 input(s) failed" in r.stderr.splitlines()[-1]
+
+
+def test_cli_batch_errors_are_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "file").write_text("x")
+    for args, needle in (([empty], "is a directory with no exports"), ([EXPORTS, "-o", tmp_path / "file"], "a batch writes into a folder"),
+                         ([EXPORTS, "--executor", "dask"], "needs --scheduler")):
+        r = subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True, text=True,
+                           cwd=ROOT, timeout=60)
+        assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
