@@ -43,8 +43,17 @@ SPECS = {"dur": duration, "bytes": size, "rate": rate, "pct": pct, "ts": timesta
          "n": lambda v: "n/a" if v is None else f"{v:,}", "x": lambda v: "n/a" if v is None else f"{float(v):.2g}x"}
 
 
+def plural(noun: str) -> str:
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
 class MessageFormatter(string.Formatter):
-    """str.format with unit specs ({x:dur}, {x:bytes}, {x:pct}, {x:rate}, {x:ts}, {x:n}, {x:x}).
+    """str.format with unit specs ({x:dur}, {x:bytes}, {x:pct}, {x:rate}, {x:ts}, {x:n}, {x:x},
+    {x:n noun} for a count with its noun, singular or plural).
     Field names are plain column names only: no attribute or index access from rule files."""
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
@@ -53,6 +62,9 @@ class MessageFormatter(string.Formatter):
         return kwargs[field_name], field_name
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        if format_spec.startswith("n ") and value is not None:  # {calls:n call} -> "1 call", "2 calls"
+            noun = format_spec[2:]
+            return f"{value:,} {noun if value == 1 else plural(noun)}"
         if format_spec in SPECS:
             return SPECS[format_spec](value)
         if value is None:
