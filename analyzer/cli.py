@@ -15,6 +15,7 @@ from . import __version__
 from .analyze import analyze
 from .batch.options import batch_options, is_batch, run_batch
 from .catalog import load_rules
+from .compare.command import compare_command
 from .engine import parse_overrides
 from .errors import DiagnoseError, UsageError
 from .model import SEVERITY_RANK, Report
@@ -56,6 +57,7 @@ def cli() -> None:
     nsys-diagnose runs/ -o out/            batch: a folder (or paths, globs), in parallel
     nsys-diagnose rules                    list the rules
     nsys-diagnose explain gpu-idle-gaps    one rule's documentation
+    nsys-diagnose compare BEFORE AFTER     did a change help? noise-aware verdict and deltas
     """
 
 
@@ -132,6 +134,9 @@ def explain_cmd(rule_id: str, rule_dirs) -> None:
     if r.docs.references:
         lines += ["", "References:"] + [f"  {u}" for u in r.docs.references]
     click.echo("\n".join(lines))
+
+
+cli.add_command(compare_command)
 
 
 def main() -> None:

@@ -1,0 +1,14 @@
+"""`nsys-diagnose compare BEFORE AFTER`: did the change help? A noise-aware verdict.
+
+preflight.py   can the runs be compared (GPUs, driver, nsys, traced APIs, same program)?
+steps.py       per-step times from the shared steps / steady_state tables
+stats.py       bootstrap interval and rank test (pure Python, deterministic)
+verdict.py     step samples -> improved / regressed / no-change / inconclusive
+deltas.py      metric, kernel, API, transfer, NVTX and findings deltas
+comparison.py  the pipeline; render.py: Markdown, JSON, JUnit
+"""
+
+from .comparison import VERDICTS, Comparison, compare
+from .verdict import Settings
+
+__all__ = ["VERDICTS", "Comparison", "Settings", "compare"]

@@ -1,0 +1,67 @@
+"""The `compare` command: options, exit codes (0; 1 on a gated regression; 2 bad input)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..catalog import load_rules
+from ..database import check_input
+from ..engine import parse_overrides
+from ..output import refuse_overwriting_inputs, write_atomic
+from .comparison import compare
+from .render import FORMATS
+from .verdict import Settings
+
+
+@click.command("compare")
+@click.argument("before", type=click.Path(path_type=Path))
+@click.argument("after", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "junit"]), default="md", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the comparison here (atomically).")
+@click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+              help="Exit 1 when the median step time regressed significantly by more than PCT %.")
+@click.option("--fail-on-inconclusive", is_flag=True,
+              help="Also exit 1 when the verdict is not-comparable or inconclusive.")
+@click.option("--min-effect", "min_effect", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              metavar="PCT", help="Smallest change of the median step time called a change, in %.")
+@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Significance level of the rank test.")
+@click.option("--confidence", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Level of the bootstrap interval.")
+@click.option("--min-steps", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Fewest timed steps per run for a verdict (fewer: inconclusive).")
+@click.option("--assume-comparable", is_flag=True,
+              help="Compare even when the preflight says the runs are not comparable.")
+@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
+              help="Extra folder of rules for the findings diff; may repeat.")
+@click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
+def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fail_pct: float | None,
+                    fail_on_inconclusive: bool, min_effect: float, alpha: float, confidence: float,
+                    min_steps: int, assume_comparable: bool, rule_dirs, sets, no_cache: bool,
+                    cache_dir: Path | None) -> None:
+    """Compare two exports of one program, BEFORE and AFTER a change: improved, regressed,
+    no-change, not-comparable or inconclusive, with the effect size, its uncertainty and what
+    moved it."""
+    for path in (before, after):  # a wrong path fails fast, before the rules are loaded
+        check_input(path)
+    if output:
+        refuse_overwriting_inputs(output, [before, after])
+    rules = load_rules(rule_dirs)
+    overrides = parse_overrides(sets, rules)
+    settings = Settings(min_effect_pct=min_effect, alpha=alpha, confidence=confidence, min_steps=min_steps,
+                        assume_comparable=assume_comparable)
+    result = compare(before, after, settings=settings, rules=rules, overrides=overrides,
+                     use_cache=not no_cache, cache_dir=cache_dir)
+    text = FORMATS[fmt](result, fail_pct)
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    failed = fail_pct is not None and result.regression_beyond(fail_pct)
+    undecided = fail_on_inconclusive and result.verdict in ("not-comparable", "inconclusive")
+    sys.exit(1 if failed or undecided else 0)

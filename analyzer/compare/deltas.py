@@ -1,0 +1,300 @@
+"""What changed between the runs: metrics, kernels, CUDA APIs, transfers, NVTX ranges, findings.
+
+With steps on both sides, everything is measured over the timed steady-state steps and
+expressed per step (the runs may have different step counts); each item's per-step series
+is then compared with the rank test, so "faster"/"slower" means outside the step-to-step
+noise. Without steps, the whole runs are compared (per run) and changes are untested.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from statistics import median
+
+import duckdb
+
+from ..model import Finding, Report
+from .stats import mann_whitney
+from .steps import StepSeries
+
+# Per-step totals of GPU work, API calls and NVTX ranges, by the step they were issued in.
+_STEPS = """
+s AS (SELECT pid, step, start_ns, lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns FROM steps),
+clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid)
+"""
+GPU_BY_STEP = f"""
+WITH {_STEPS},
+x AS (SELECT g.pid, g.kind, g.name, g.duration_ns,
+             CASE WHEN c.gpu_clock THEN g.start_ns ELSE coalesce(g.launch_start_ns, g.start_ns) END AS t
+      FROM gpu_activity g JOIN clock c USING (pid))
+SELECT x.pid, s.step, x.kind, x.name, count(*), sum(x.duration_ns)::BIGINT, NULL
+FROM x ASOF JOIN s ON x.pid = s.pid AND x.t >= s.start_ns WHERE x.t < s.next_start_ns GROUP BY ALL
+"""
+# NVTX ranges: from nvtx_range_stats (sql/21_nvtx.sql) when present, which adds the GPU time of
+# the work launched inside each range (nested ranges included), as nsys's nvtx_gpu_proj_sum.
+_NVTX_WITH_GPU = "SELECT pid, name, duration_ns, start_ns, gpu_ns FROM nvtx_range_stats WHERE name <> ''"
+_NVTX_PLAIN = "SELECT pid, name, duration_ns, start_ns, NULL::BIGINT AS gpu_ns FROM nvtx_ranges WHERE name <> ''"
+
+
+def _host_by_step(nvtx: str) -> str:
+    return f"""
+WITH {_STEPS},
+x AS (SELECT pid, 'api' AS kind, api AS name, duration_ns, start_ns AS t, NULL::BIGINT AS gpu_ns FROM api_calls
+      UNION ALL SELECT pid, 'nvtx', name, duration_ns, start_ns, gpu_ns FROM ({nvtx}))
+SELECT x.pid, s.step, x.kind, x.name, count(*), sum(x.duration_ns)::BIGINT, sum(x.gpu_ns)::BIGINT
+FROM x ASOF JOIN s ON x.pid = s.pid AND x.t >= s.start_ns WHERE x.t < s.next_start_ns GROUP BY ALL
+"""
+
+
+def _whole_run(nvtx: str) -> str:
+    return f"""
+SELECT kind, name, count(*), sum(duration_ns)::BIGINT, NULL FROM gpu_activity GROUP BY ALL
+UNION ALL SELECT 'api', api, count(*), sum(duration_ns)::BIGINT, NULL FROM api_calls GROUP BY ALL
+UNION ALL SELECT 'nvtx', name, count(*), sum(duration_ns)::BIGINT, sum(gpu_ns)::BIGINT FROM ({nvtx}) GROUP BY ALL
+"""
+
+
+def _nvtx_source(con: duckdb.DuckDBPyConnection) -> str:
+    cols = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'nvtx_range_stats'").fetchall()}
+    return _NVTX_WITH_GPU if {"pid", "name", "duration_ns", "start_ns", "gpu_ns"} <= cols else _NVTX_PLAIN
+
+
+KIND_LABEL = {"kernel": "kernel", "memcpy": "transfer", "memset": "transfer", "graph": "graph", "api": "api",
+              "nvtx": "nvtx"}
+
+
+@dataclass
+class Usage:
+    """One item (a kernel, a copy kind, an API, an NVTX range) in one run."""
+
+    ns: float = 0.0            # time per step (or per run)
+    count: float = 0.0         # instances per step (or per run)
+    series: list[float] = field(default_factory=list)  # time in each timed step
+    gpu_ns: float | None = None  # NVTX ranges: GPU time of the work launched inside them
+
+
+def usage_by_step(con: duckdb.DuckDBPyConnection, series: list[StepSeries]) -> dict[tuple[str, str], Usage]:
+    """Per-item time per timed step, summed over the processes that have steps; the j-th
+    timed step of each process is added into step j."""
+    timed = {s.pid: {step: j for j, step in enumerate(s.steps)} for s in series if s.timed}
+    if not timed:
+        return {}
+    width = min(len(v) for v in timed.values())
+    out: dict[tuple[str, str], Usage] = {}
+    for sql in (GPU_BY_STEP, _host_by_step(_nvtx_source(con))):
+        for pid, step, kind, name, n, ns, gpu in con.execute(sql).fetchall():
+            index = timed.get(pid, {}).get(step)
+            if index is None:
+                continue
+            u = out.setdefault((KIND_LABEL[kind], name), Usage(series=[0.0] * width))
+            u.ns += ns / len(timed[pid])  # each process's mean per step, summed over processes
+            u.count += n / len(timed[pid])
+            if gpu is not None:
+                u.gpu_ns = (u.gpu_ns or 0.0) + gpu / len(timed[pid])
+            if index < width:
+                u.series[index] += ns
+    return out
+
+
+def usage_whole_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], Usage]:
+    out: dict[tuple[str, str], Usage] = {}
+    for kind, name, n, ns, gpu in con.execute(_whole_run(_nvtx_source(con))).fetchall():
+        u = out.setdefault((KIND_LABEL[kind], name), Usage())
+        u.ns += ns
+        u.count += n
+        if gpu is not None:
+            u.gpu_ns = (u.gpu_ns or 0.0) + gpu
+    return out
+
+
+@dataclass
+class ItemDelta:
+    kind: str
+    name: str
+    display: str
+    status: str                # new, gone, faster, slower, uncertain (within noise), same
+    before_ns: float
+    after_ns: float
+    delta_ns: float
+    change_pct: float | None
+    before_count: float
+    after_count: float
+    p_value: float | None      # rank test over the per-step series; None when untested
+    before_gpu_ns: float | None = None  # NVTX ranges: GPU time launched inside them
+    after_gpu_ns: float | None = None
+
+
+def item_deltas(before: dict, after: dict, *, min_effect_pct: float,
+                alpha: float, min_steps: int) -> list[ItemDelta]:
+    out = []
+    for key in before.keys() | after.keys():
+        a, b = before.get(key, Usage()), after.get(key, Usage())
+        if not a.ns and not b.ns and not a.count and not b.count:
+            continue
+        kind, name = key
+        change = (b.ns / a.ns - 1) * 100 if a.ns else None
+        p = None
+        if not a.count:
+            status = "new"
+        elif not b.count:
+            status = "gone"
+        else:
+            if len(a.series) >= min_steps and len(b.series) >= min_steps:
+                p = mann_whitney(a.series, b.series).p_value
+            moved = change is not None and abs(change) >= min_effect_pct
+            if not moved:
+                status = "same"
+            elif p is None or p < alpha:
+                status = "slower" if change > 0 else "faster"
+            else:
+                status = "uncertain"  # moved, but not beyond the step-to-step noise
+        out.append(ItemDelta(kind, name, display_name(kind, name), status, a.ns, b.ns, b.ns - a.ns,
+                             change, a.count, b.count, p, a.gpu_ns, b.gpu_ns))
+    return sorted(out, key=lambda d: (-abs(d.delta_ns), d.kind, d.name))
+
+
+def display_name(kind: str, name: str, limit: int = 90) -> str:
+    """A kernel name without the noise of its namespaces and casts, cut at `limit` characters."""
+    if kind == "kernel":
+        name = compact_kernel_name(name)
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def compact_kernel_name(name: str) -> str:
+    """'void at::native::vectorized_elementwise_kernel<(int)4, at::native::GeluCUDAKernelImpl(...'
+    -> 'vectorized_elementwise_kernel<4, GeluCUDAKernelImpl(...': what tells two kernels apart
+    (the template and functor) survives, the namespaces do not."""
+    name = re.sub(r"^void ", "", name)
+    name = re.sub(r"\((?:int|unsigned int|bool|long|char)\)", "", name)
+    namespaces = r"\b(?:at::native::|at::|c10::|std::|cub::|cutlass::|(?:\(anonymous namespace\)|<unnamed>)::)"
+    name = re.sub(namespaces, "", name)
+    return name
+@dataclass
+class MetricDelta:
+    id: str
+    label: str
+    unit: str              # ns, pct, count
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.before is None or self.after is None else self.after - self.before
+
+    @property
+    def change_pct(self) -> float | None:
+        if self.before in (None, 0) or self.after is None or self.unit == "pct":
+            return None
+        return (self.after / self.before - 1) * 100
+
+
+def _share(part: float, whole: float) -> float | None:
+    return 100.0 * part / whole if whole else None
+
+
+def run_metrics(report: Report) -> dict[str, tuple[str, str, float | None]]:
+    m = report.metrics
+    return {
+        "span_ns": ("trace window", "ns", m.span_ns),
+        "gpu_busy_ns": ("GPU busy", "ns", m.gpu_busy_ns),
+        "gpu_utilization_pct": ("GPU utilization", "pct", m.gpu_utilization_pct),
+        "kernel_ns": ("kernel time", "ns", m.kernel_ns),
+        "kernel_count": ("kernels", "count", m.kernel_count),
+        "transfer_ns": ("memcpy + memset time", "ns", m.memcpy_ns + m.memset_ns),
+        "transfer_share_pct": ("transfer share of GPU busy", "pct", _share(m.memcpy_ns + m.memset_ns, m.gpu_busy_ns)),
+        "api_ns": ("CUDA API host time", "ns", m.api_ns),
+        "api_count": ("CUDA API calls", "count", m.api_count),
+        "api_share_pct": ("CUDA API time / window", "pct", _share(m.api_ns, m.span_ns)),
+    }
+
+
+def steady_metrics(con: duckdb.DuckDBPyConnection, series: list[StepSeries],
+                   usage: dict[tuple[str, str], Usage]) -> dict[str, tuple[str, str, float | None]]:
+    timed = [s for s in series if s.timed]
+    if not timed:
+        return {}
+    busy = {s.pid: steady_busy_ns(con, s) for s in timed}
+    window = sum(s.done_end_ns - s.done_start_ns for s in timed)
+    per_step_busy = sum(busy[s.pid] / s.timed for s in timed)
+
+    def total(kind: str, field_: str = "ns") -> float:
+        return sum(getattr(u, field_) for (k, _), u in usage.items() if k == kind)
+
+    transfer = total("transfer")
+    return {
+        "step_ns": ("median step time", "ns", median(timed[0].periods_ns) if len(timed) == 1 else None),
+        "steps_timed": ("timed steps", "count", sum(s.timed for s in timed)),
+        "step_busy_ns": ("GPU busy per step", "ns", per_step_busy),
+        "step_utilization_pct": ("GPU utilization (steady state)", "pct", _share(sum(busy.values()), window)),
+        "step_kernel_ns": ("kernel time per step", "ns", total("kernel")),
+        "step_kernel_count": ("kernels per step", "count", total("kernel", "count")),
+        "step_graph_count": ("CUDA graph replays per step", "count", total("graph", "count")),
+        "step_transfer_ns": ("transfer time per step", "ns", transfer),
+        "step_transfer_share_pct": ("transfer share of GPU busy (steady state)", "pct",
+                                    _share(transfer, per_step_busy)),
+        "step_api_ns": ("CUDA API host time per step", "ns", total("api")),
+        "step_api_count": ("CUDA API calls per step", "count", total("api", "count")),
+    }
+
+
+def steady_busy_ns(con: duckdb.DuckDBPyConnection, s: StepSeries) -> int:
+    """The process's GPU busy time (union over its operations) inside its steady window."""
+    return con.execute(
+        "SELECT coalesce(sum(least(end_ns, $e) - greatest(start_ns, $s)), 0)::BIGINT FROM gpu_busy "
+        "WHERE pid = $pid AND end_ns > $s AND start_ns < $e",
+        {"pid": s.pid, "s": s.done_start_ns, "e": s.done_end_ns}).fetchone()[0]
+
+
+def metric_deltas(before: dict, after: dict) -> list[MetricDelta]:
+    out = []
+    for key in list(before) + [k for k in after if k not in before]:
+        label, unit, va = before.get(key, (None, None, None))
+        label_b, unit_b, vb = after.get(key, (label, unit, None))
+        if va is None and vb is None:
+            continue
+        out.append(MetricDelta(key, label or label_b, unit or unit_b, va, vb))
+    return out
+
+
+# ---- findings -------------------------------------------------------------------------------
+
+IDENTITY_NUMBERS = ("device_id",)
+
+
+def finding_key(f: Finding, pid_rank: dict[int, int]) -> tuple:
+    """What a finding is about, independent of its numbers: the rule, the text fields of its
+    evidence (kernel, API, copy kind), the device and which process (by rank, as pids differ)."""
+    parts = [f.rule_id]
+    for k, v in sorted(f.evidence.items()):
+        if isinstance(v, str) and len(v) <= 500:
+            parts.append((k, v))
+        elif k in IDENTITY_NUMBERS:
+            parts.append((k, v))
+        elif k == "pid" and v in pid_rank:
+            parts.append(("process", pid_rank[v]))
+    return tuple(parts)
+
+
+@dataclass
+class FindingChange:
+    rule_id: str
+    severity: str
+    message: str
+    impact_ns: int | None
+    other_message: str | None = None   # for persisting findings: the AFTER message
+
+
+def findings_diff(before: Report, after: Report, ranks_a: dict[int, int], ranks_b: dict[int, int]) -> dict:
+    ka = {}
+    for f in before.findings:
+        ka.setdefault(finding_key(f, ranks_a), f)
+    kb = {}
+    for f in after.findings:
+        kb.setdefault(finding_key(f, ranks_b), f)
+    resolved = [FindingChange(f.rule_id, f.severity, f.message, f.impact_ns) for k, f in ka.items() if k not in kb]
+    new = [FindingChange(f.rule_id, f.severity, f.message, f.impact_ns) for k, f in kb.items() if k not in ka]
+    persisting = [FindingChange(f.rule_id, f.severity, f.message, f.impact_ns, kb[k].message)
+                  for k, f in ka.items() if k in kb]
+    return {"resolved": resolved, "new": new, "persisting": persisting}

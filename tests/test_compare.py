@@ -1,0 +1,313 @@
+"""`nsys-diagnose compare`: the verdicts on the real H200 exports, synthetic runs for the cases
+they lack (a regression, too few steps, a different GPU), the statistics, the CLI contract."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from analyzer.catalog import load_rules
+from analyzer.cli import main
+from analyzer.compare import VERDICTS, compare
+from analyzer.compare.stats import _exact_u_cdf, block_resample, mann_whitney, median_change_ci
+
+from .conftest import H200, ROOT, h200_names, needs_shared
+from .synth import write_export
+
+RULES = load_rules()
+
+
+def run_cli(*args) -> subprocess.CompletedProcess:
+    """As a user runs it: a real process."""
+    return subprocess.run([sys.executable, "-m", "analyzer", "compare", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    """The same entry point in this process (no interpreter start-up): (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sys, "argv", ["nsys-diagnose", "compare", *map(str, args)])
+            main()
+    out, err = capsys.readouterr()
+    return exit_.value.code, out, err
+
+
+# ---- synthetic training runs ------------------------------------------------------------------
+
+PID = 100
+GPID = (1 << 48) + PID * (1 << 24)
+GTID = GPID + PID
+
+
+def training_run(path: Path, step_ns: list[int], *, gpu: str = "NVIDIA H200", kernel: str = "gemm_kernel",
+                 step_name: str = "train_step", busy_share: float = 0.8) -> Path:
+    """A loop of NVTX `step_name` ranges, one launch + one kernel per step (the kernel runs for
+    `busy_share` of the step), on one GPU, with the capture metadata a real export carries."""
+    strings = {1: step_name, 2: kernel, 3: "cudaLaunchKernel_v7000"}
+    nvtx, api, kern = [], [], []
+    t = 1_000_000_000
+    for i, dur in enumerate(step_ns):
+        nvtx.append({"start": t, "end": t + dur, "eventType": 59, "textId": 1, "globalTid": GTID,
+                     "endGlobalTid": None, "domainId": 0})
+        api.append({"start": t + 1_000, "end": t + 6_000, "eventClass": 0, "globalTid": GTID,
+                    "correlationId": i + 1, "nameId": 3, "returnValue": 0})
+        kern.append({"start": t + 10_000, "end": t + 10_000 + int(dur * busy_share), "deviceId": 0, "contextId": 1,
+                     "streamId": 7, "correlationId": i + 1, "globalPid": GPID, "demangledName": 2, "shortName": 2,
+                     "gridX": 1024, "gridY": 1, "gridZ": 1, "blockX": 256, "blockY": 1, "blockZ": 1})
+        t += dur
+    tables = {
+        "StringIds": [{"id": k, "value": v} for k, v in strings.items()],
+        "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_RUNTIME": api, "CUPTI_ACTIVITY_KIND_KERNEL": kern,
+        "TARGET_INFO_GPU": [{"id": 0, "name": gpu, "smCount": 132, "totalMemory": 150_000_000_000,
+                             "computeMajor": 9, "computeMinor": 0}],
+        "META_DATA_CAPTURE": [{"name": "CAPTURE_EVENT_TYPE", "value": v} for v in ("Cuda", "NvtxEvents")]
+        + [{"name": "PROCESS_0:COMMAND", "value": "python3"}, {"name": "PROCESS_0:ARGUMENT_0", "value": "train.py"}],
+        "TARGET_INFO_SYSTEM_ENV": [{"name": "NvDriverVersion", "value": "580.159.04"},
+                                   {"name": "CudaDriverVersion", "value": "13000"}],
+        "EXPORT_META_DATA": [{"name": "EXPORT_PRODUCT_VERSION", "value": "2025.3.2.0"}],
+        "PROCESSES": [{"globalPid": GPID, "pid": PID, "name": "python3"}],
+    }
+    return write_export(tables, path)
+
+
+def jittered(n: int, mean_ns: int, rel: float, seed: int) -> list[int]:
+    rng = random.Random(seed)
+    return [int(mean_ns * (1 + rng.uniform(-rel, rel))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("compare-synth")
+    return {
+        "base": training_run(d / "base.sqlite", jittered(30, 10_000_000, 0.05, seed=1)),
+        "rerun": training_run(d / "rerun.sqlite", jittered(30, 10_000_000, 0.05, seed=2)),
+        "slower": training_run(d / "slower.sqlite", jittered(30, 12_000_000, 0.05, seed=3)),
+        "slightly": training_run(d / "slightly.sqlite", jittered(30, 10_050_000, 0.05, seed=4)),
+        "few_a": training_run(d / "few_a.sqlite", jittered(4, 10_000_000, 0.05, seed=5)),
+        "few_b": training_run(d / "few_b.sqlite", jittered(4, 20_000_000, 0.05, seed=6)),
+        "other_gpu": training_run(d / "other_gpu.sqlite", jittered(30, 10_000_000, 0.05, seed=7), gpu="NVIDIA A100"),
+        "other_prog": training_run(d / "other_prog.sqlite", jittered(30, 10_000_000, 0.05, seed=8),
+                                   kernel="conv_kernel", step_name="render_frame"),
+        "no_steps": training_run(d / "no_steps.sqlite", [50_000_000]),
+    }
+
+
+def cmp(a: Path, b: Path, **kw):
+    return compare(a, b, rules=RULES, **kw)
+
+
+def test_synthetic_regression_is_called_with_its_size(synth):
+    c = cmp(synth["base"], synth["slower"])
+    assert c.verdict == "regressed", c.summary
+    e = c.effect
+    assert 15 < e.change_pct < 25 and e.ci_low_pct > 0 and e.p_value < 0.001
+    assert e.before_steps == e.after_steps == 28  # 30 steps: the first (start-up) and last are not timed
+    assert c.regression_beyond(10) and not c.regression_beyond(30)
+    kernel = next(d for d in c.items if d.name == "gemm_kernel")
+    assert kernel.status == "slower" and kernel.p_value < 0.001
+    assert c.drivers and c.drivers[0].name == "gemm_kernel"
+
+
+def test_synthetic_rerun_is_no_change(synth):
+    c = cmp(synth["base"], synth["rerun"])
+    assert c.verdict == "no-change", c.summary
+    assert c.effect.ci_low_pct < 0 < c.effect.ci_high_pct
+
+
+def test_change_inside_the_noise_is_not_called(synth):
+    c = cmp(synth["base"], synth["slightly"])  # +0.5 % mean shift under +-5 % jitter
+    assert c.verdict == "no-change", c.summary
+
+
+def test_too_few_steps_is_inconclusive(synth):
+    c = cmp(synth["few_a"], synth["few_b"])  # twice as slow, but 2 timed steps a side
+    assert c.verdict == "inconclusive"
+    assert "too few steps" in c.summary and "2 timed steps before" in c.summary
+
+
+def test_no_steps_is_inconclusive(synth):
+    c = cmp(synth["no_steps"], synth["no_steps"])
+    assert c.verdict == "inconclusive" and "no repeating steps" in c.summary
+    assert c.scope == "per run"
+
+
+def test_different_gpu_is_not_comparable(synth):
+    c = cmp(synth["base"], synth["other_gpu"])
+    assert c.verdict == "not-comparable"
+    assert [x.id for x in c.preflight.blockers] == ["gpu"] and "NVIDIA A100" in c.summary
+    forced = cmp(synth["base"], synth["other_gpu"], settings=type(c.settings)(assume_comparable=True))
+    assert forced.verdict == "no-change" and any("--assume-comparable" in n for n in forced.notes)
+
+
+def test_different_program_is_not_comparable(synth):
+    c = cmp(synth["base"], synth["other_prog"])
+    assert c.verdict == "not-comparable"
+    assert [x.id for x in c.preflight.blockers] == ["program"]
+    assert c.items == [] and c.processes == []
+
+
+# ---- the real H200 exports --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def h200():
+    cache = {}
+
+    def get(a: str, b: str):
+        if (a, b) not in cache:
+            cache[(a, b)] = cmp(H200 / f"{a}.sqlite", H200 / f"{b}.sqlite")
+        return cache[(a, b)]
+    return get
+
+
+@needs_shared
+def test_launch_graphs_improves_launch_bound_and_names_the_launch_api(h200):
+    c = h200("launch_bound", "launch_graphs")
+    assert c.verdict == "improved", c.summary
+    assert c.preflight.comparable and not c.preflight.cautions
+    assert c.effect.change_pct < -70 and c.effect.ci_high_pct < -70
+    assert c.effect.before_steps == c.effect.after_steps == 28
+    assert c.drivers[0].kind == "api" and c.drivers[0].name == "cudaLaunchKernel"
+    assert c.drivers[0].status == "gone" and c.drivers[0].before_count > 1000  # ~1,000 launches per step
+    assert any(d.kind == "graph" and d.status == "new" for d in c.offsets)
+    assert "cudaLaunchKernel" in c.summary and "CUDA graph replays" in c.summary
+    util = {m.id: m for m in c.steady}["step_utilization_pct"]
+    assert util.before < 20 and util.after > 90
+    assert "cuda-api-overhead" in {f.rule_id for f in c.findings["persisting"] + c.findings["resolved"]}
+
+
+@needs_shared
+def test_bf16_improves_fp32_and_names_the_gemm_kernels(h200):
+    c = h200("compute_fp32", "compute_bf16")
+    assert c.verdict == "improved", c.summary
+    assert c.effect.change_pct < -80 and c.effect.ci_high_pct < -80
+    top = c.drivers[0]
+    assert top.kind == "kernel" and top.status == "gone" and "f32f32" in top.name and "gemm" in top.name
+    assert any(d.kind == "kernel" and d.status == "new" and "nvjet" in d.name for d in c.offsets)
+    assert [x.id for x in c.preflight.cautions] == ["kernel-set"]  # a new kernel set, not a new program
+
+
+@needs_shared
+def test_dataloader_against_compute_is_not_comparable(h200):
+    c = h200("dataloader_bound", "compute_fp32")
+    assert c.verdict == "not-comparable"
+    assert [x.id for x in c.preflight.blockers] == ["program"]
+    assert c.summary.startswith("Not comparable: NVTX structure 33 % shared")
+
+
+@needs_shared
+@pytest.mark.parametrize("name", h200_names() or ["none"])
+def test_every_export_against_itself_is_no_change(h200, name):
+    c = h200(name, name)
+    assert c.verdict == "no-change", c.summary
+    assert all(p.change_pct == 0 and p.p_value == 1.0 for p in c.processes)
+    assert all(d.status == "same" for d in c.items)
+    assert not c.findings["new"] and not c.findings["resolved"]
+
+
+@needs_shared
+def test_reversed_fix_is_a_regression_gated_by_the_cli(capsys, tmp_path):
+    out = tmp_path / "c.json"
+    code, _, err = cli(capsys, H200 / "launch_graphs.sqlite", H200 / "launch_bound.sqlite", "--format", "json",
+                       "-o", out, "--fail-on-regression", "50")
+    assert code == 1, err
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "regressed" and doc["effect"]["change_pct"] > 50
+    assert doc["drivers"][0]["name"] == "cudaLaunchKernel" and doc["drivers"][0]["status"] == "new"
+
+
+# ---- CLI contract -----------------------------------------------------------------------------
+
+def test_gate_exit_code_in_a_real_process(synth):
+    r = run_cli(synth["base"], synth["slower"], "--fail-on-regression", "10")
+    assert r.returncode == 1, r.stderr
+    assert "**Regressed**" in r.stdout and "Regression gate (`--fail-on-regression 10`): **FAILED**" in r.stdout
+
+
+def test_json_contract(synth, tmp_path, capsys):
+    out = tmp_path / "c.json"
+    code, _, err = cli(capsys, synth["base"], synth["slower"], "--format", "json", "-o", out)
+    assert code == 0, err  # no gate asked for
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] in VERDICTS and doc["verdict"] == "regressed"
+    assert {"schema_version", "summary", "effect", "preflight", "metrics", "kernels", "apis", "nvtx",
+            "findings", "processes"} <= set(doc)
+    effect_keys = {"change_pct", "ci_low_pct", "ci_high_pct", "p_value", "before_median_ns", "after_median_ns"}
+    assert effect_keys <= set(doc["effect"])
+    assert {m["id"] for m in doc["metrics"]["whole_run"]} >= {"span_ns", "gpu_busy_ns", "gpu_utilization_pct",
+                                                             "api_ns", "transfer_share_pct"}
+    assert doc["kernels"][0]["name"] == "gemm_kernel" and doc["kernels"][0]["status"] == "slower"
+
+
+def test_junit_and_gate_threshold(synth, capsys):
+    code, out, err = cli(capsys, synth["base"], synth["slower"], "--format", "junit", "--fail-on-regression", "10")
+    assert code == 1, err
+    suite = ET.fromstring(out).find("testsuite")
+    assert suite.get("failures") == "1"
+    failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
+    assert failed == ["step time: no regression beyond 10 %"]
+    code, out, _ = cli(capsys, synth["base"], synth["slower"], "--format", "junit", "--fail-on-regression", "30")
+    assert code == 0 and ET.fromstring(out).find("testsuite").get("failures") == "0"
+
+
+def test_inconclusive_passes_the_gate_unless_asked(synth, capsys):
+    code, out, _ = cli(capsys, synth["few_a"], synth["few_b"], "--fail-on-regression", "5")
+    assert code == 0 and "**Inconclusive**" in out and "too few steps" in out
+    assert cli(capsys, synth["few_a"], synth["few_b"], "--fail-on-inconclusive")[0] == 1
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["/no/such/before.sqlite", "{base}"], "no such file"),
+    (["{base}", str(ROOT / "pyproject.toml")], "not a SQLite database"),
+    (["{base}", "{base}", "-o", "{base}"], "refusing to overwrite"),
+    (["{base}", "{base}", "--fail-on-regression", "-3"], "-3"),
+    (["{base}"], "Missing argument"),
+])
+def test_bad_inputs_are_one_line_exit_2(synth, capsys, args, needle):
+    code, out, err = cli(capsys, *[a.format(base=synth["base"]) for a in args])
+    assert code == 2, out
+    assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+# ---- statistics -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n,m", [(1, 1), (2, 3), (3, 3), (4, 6), (5, 5)])
+def test_exact_u_distribution_matches_enumeration(n, m):
+    counts = [0] * (n * m + 1)
+    for chosen in itertools.combinations(range(n + m), n):  # ranks of the first sample
+        counts[sum(r for r in chosen) - sum(range(n))] += 1  # U = rank sum - n(n+1)/2 (0-based)
+    total = math.comb(n + m, n)
+    cdf = list(itertools.accumulate(c / total for c in counts))
+    assert _exact_u_cdf(n, m) == pytest.approx(cdf)
+
+
+def test_rank_test_known_values():
+    assert mann_whitney([1, 2, 3], [4, 5, 6]).p_value == pytest.approx(0.1)        # 2 / C(6, 3)
+    assert mann_whitney(list(range(5)), list(range(10, 15))).p_value == pytest.approx(2 / 252)
+    same = mann_whitney([3.0] * 8, [3.0] * 8)
+    assert same.p_value == 1.0 and same.prob_after_smaller == 0.5
+    big = mann_whitney(list(range(100)), [x + 0.5 for x in range(100)])  # shifted by half a step
+    assert 0.9 < big.p_value <= 1.0 and big.method == "normal"
+    far = mann_whitney(list(range(30)), list(range(100, 130)))
+    assert far.p_value < 1e-9 and far.prob_after_smaller == 0.0
+
+
+def test_bootstrap_interval_is_deterministic_and_covers_the_shift():
+    a = [100 + (i % 7) for i in range(40)]
+    b = [x * 1.2 for x in a]
+    ci = median_change_ci(a, b)
+    assert 0 < ci.low <= 0.2 <= ci.high < 0.45
+    noisy_a, noisy_b = jittered(40, 1000, 0.1, 1), jittered(40, 1000, 0.1, 2)
+    first = median_change_ci(noisy_a, noisy_b)
+    assert first == median_change_ci(noisy_a, noisy_b) and first.low < 0 < first.high
+    sample = block_resample(list(range(27)), random.Random(0))
+    assert len(sample) == 27 and all(y == x + 1 for x, y in zip(sample[0::3], sample[1::3]))  # blocks of 3
