@@ -78,6 +78,15 @@ VIEW_SOURCES = {
                   "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
     "idle_gap_causes": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                         "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    # 30_comm.sql
+    "comm_collective_names": [],
+    "comm_dtype_names": [],
+    "comm_nvtx": ["NVTX_EVENTS"],
+    "comm_kernels": ["CUPTI_ACTIVITY_KIND_KERNEL"],
+    "comm_busy": ["CUPTI_ACTIVITY_KIND_KERNEL"],
+    "comm_compute_busy": ["CUPTI_ACTIVITY_KIND_KERNEL"],
+    "comm_exposure": ["CUPTI_ACTIVITY_KIND_KERNEL"],
+    "comm_instances": ["CUPTI_ACTIVITY_KIND_KERNEL"],
 }
 
 
