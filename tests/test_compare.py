@@ -278,6 +278,13 @@ def test_bad_inputs_are_one_line_exit_2(synth, capsys, args, needle):
     assert needle in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_unreadable_nsys_report_is_one_line_exit_2(synth, capsys, tmp_path):
+    report = tmp_path / "broken.nsys-rep"
+    report.write_bytes(b"not a report")
+    code, _, err = cli(capsys, report, synth["base"])
+    assert code == 2 and str(report) in err and len(err.strip().splitlines()) == 1, err
+
+
 # ---- statistics -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n,m", [(1, 1), (2, 3), (3, 3), (4, 6), (5, 5)])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .. import nsysrep
 from ..catalog import load_rules
 from ..database import check_input
 from ..engine import parse_overrides
@@ -48,7 +49,8 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
     no-change, not-comparable or inconclusive, with the effect size, its uncertainty and what
     moved it."""
     for path in (before, after):  # a wrong path fails fast, before the rules are loaded
-        check_input(path)
+        if not nsysrep.is_report(path):  # a .nsys-rep is exported first, then checked
+            check_input(path)
     if output:
         refuse_overwriting_inputs(output, [before, after])
     rules = load_rules(rule_dirs)
