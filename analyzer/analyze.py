@@ -12,6 +12,7 @@ from .database import Trace, open_trace
 from .engine import run_rule
 from .metrics import compute, export_info
 from .model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
+from .report import timeline as timeline_bins
 from .units import pct
 
 
@@ -33,17 +34,18 @@ def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bo
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             rule_dirs: list[Path] = (), overrides: dict[str, dict[str, Any]] | None = None,
             select: list[str] | None = None, use_cache: bool = True, cache_dir: Path | None = None,
-            reader: str = "auto") -> Report:
+            reader: str = "auto", timeline: bool = False) -> Report:
     rules = rules if rules is not None else load_rules(rule_dirs)
     overrides = overrides or {}
     trace = open_trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
     try:
-        return _report(trace, rules, overrides, select)
+        return _report(trace, rules, overrides, select, timeline=timeline)
     finally:
         trace.close()
 
 
-def _report(trace: Trace, rules: dict[str, Rule], overrides, select) -> Report:
+def _report(trace: Trace, rules: dict[str, Rule], overrides, select, *, timeline: bool = False) -> Report:
+    """timeline=True adds the binned timeline the HTML report draws (report/timeline.py)."""
     con = trace.con
     chosen = [r for r in rules.values() if not select or r.id in select]
     results = [run_rule(con, r, overrides.get(r.id, {}), trace.captured) for r in chosen]
@@ -59,4 +61,5 @@ def _report(trace: Trace, rules: dict[str, Rule], overrides, select) -> Report:
                         from_cache=trace.from_cache, **origin,
                         sqlite_path=str(trace.path) if trace.report and trace.path.exists() else None),
         headline=headline(findings, metrics, has_gpu, metrics.api_count > 0),
-        metrics=metrics, findings=findings, rules=results)
+        metrics=metrics, findings=findings, rules=results,
+        timeline=timeline_bins.compute(con) if timeline else None)

@@ -20,10 +20,12 @@ from .engine import parse_overrides
 from .errors import DiagnoseError, UsageError
 from .model import SEVERITY_RANK, Report
 from .output import refuse_overwriting_inputs, write_atomic
+from .report import html as html_report
 from .report import json as json_report
 from .report import markdown
 
-FORMATS = {"md": markdown.render, "json": json_report.render}
+FORMATS = {"md": markdown.render, "json": json_report.render, "html": html_report.render}
+NEEDS_TIMELINE = {"html"}  # formats that draw the binned timeline (computed while the trace is open)
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -94,7 +96,7 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
     if output:
         refuse_overwriting_inputs(output, [path])
     report = analyze(path, rules=rules, overrides=overrides, select=list(select) or None,
-                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader)
+                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
     text = FORMATS[fmt](report)
     if output:
         write_atomic(output, text)

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .report.timeline import Timeline
+
 Severity = Literal["info", "warning", "error"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -135,3 +137,5 @@ class Report(BaseModel):
     metrics: Metrics
     findings: list[Finding]
     rules: list[RuleResult]
+    # binned timeline for the HTML report (analyze(..., timeline=True)); not part of the JSON
+    timeline: Timeline | None = Field(default=None, exclude=True)

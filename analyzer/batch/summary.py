@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from .. import __version__
 from ..output import write_atomic
+from ..report import html_index
 from ..units import duration, pct
 from .ranks import Job
 from .work import Outcome
@@ -177,3 +178,4 @@ def write(out_dir: Path, records: list[dict[str, Any]], jobs: list[Job], *, seco
     write_atomic(out_dir / "reports.parquet", parquet_bytes(reports_table(records)))
     write_atomic(out_dir / "findings.parquet", parquet_bytes(findings_table(records)))
     write_atomic(out_dir / "summary.md", markdown(records, jobs, seconds=seconds, interrupted=interrupted))
+    html_index.write_index(out_dir, records, jobs, seconds=seconds, interrupted=interrupted)

@@ -61,6 +61,11 @@ def renderer(fmt: str):
     return FORMATS[fmt]
 
 
+def needs_timeline(fmt: str) -> bool:
+    from ..cli import NEEDS_TIMELINE  # late, as in renderer()
+    return fmt in NEEDS_TIMELINE
+
+
 def analyze_job(job: Job) -> Outcome:
     """Never raises for a bad input: the problem becomes the outcome's error (one line)."""
     started = time.perf_counter()
@@ -68,7 +73,8 @@ def analyze_job(job: Job) -> Outcome:
         trace = open_trace(job.path, use_cache=job.use_cache,
                            cache_dir=Path(job.cache_dir) if job.cache_dir else None, reader=job.reader)
         try:
-            report = report_from_trace(trace, job.rules, job.overrides, list(job.select) if job.select else None)
+            report = report_from_trace(trace, job.rules, job.overrides, list(job.select) if job.select else None,
+                                       timeline=needs_timeline(job.fmt))
             facts = trace_facts(trace.con)
         finally:
             trace.close()

@@ -1,0 +1,105 @@
+"""index.html of a batch: one row per input, linking its report, with a utilization bar; then the
+failures and, for ranks of one job, the rank table. The same content as summary.md (the batch's
+Markdown summary), drawn with the HTML report's stylesheet, self-contained like it.
+
+It reads the batch's report records (analyzer/batch/summary.record) and rank groups
+(analyzer/batch/ranks.Job) and knows nothing else of the batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .. import __version__
+from ..output import write_atomic
+from ..units import duration, pct
+from .html import clipped, esc, page
+
+INDEX_CSS = """
+td.util { min-width: 150px; }
+.ubar { display: inline-block; width: 90px; height: 10px; background: var(--panel); border-radius: 2px;
+  vertical-align: -1px; margin-right: 6px; overflow: hidden; }
+.ubar i { display: block; height: 100%; background: var(--busy); }
+.straggler { color: var(--error); font-weight: 600; }
+"""
+
+
+def _link(rec: dict[str, Any]) -> str:
+    target = rec.get("report_file") or rec.get("json_file")
+    name = esc(rec["name"])
+    return f'<a href="{esc(quote(target))}">{name}</a>' if target else name
+
+
+def _util(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f'<span class="ubar"><i style="width:{min(100.0, max(0.0, value)):.1f}%"></i></span>{esc(pct(value))}'
+
+
+def _report_row(r: dict[str, Any]) -> str:
+    if r["status"] != "ok":
+        return (f'<tr><td class="text">{esc(r["name"])}</td><td class="status-{esc(r["status"])}">{esc(r["status"])}'
+                f'</td><td></td><td class="text">{esc(r.get("error") or "")}</td><td></td><td></td></tr>')
+    finding = r.get("top_finding_message") or r.get("headline") or ""
+    stake = duration(r["top_finding_impact_ns"]) if r.get("top_finding_impact_ns") is not None else ""
+    kernel = r.get("_top_kernel_short") or r.get("top_kernel")
+    kernel_html = f'{clipped(kernel, 60)} ({esc(pct(r.get("top_kernel_share_pct")))})' if kernel else ""
+    sev = r.get("top_finding_severity")
+    badge = f'<span class="badge {esc(sev)}">{esc(sev)}</span>' if sev else ""
+    return (f'<tr><td class="text">{_link(r)}</td><td>ok</td><td class="util">{_util(r.get("gpu_utilization_pct"))}</td>'
+            f'<td class="text">{badge}{esc(finding)}</td><td class="num">{esc(stake)}</td>'
+            f'<td class="text">{kernel_html}</td></tr>')
+
+
+def _rank_table(job) -> str:
+    basis = ("median step time and GPU busy share" if job.by_steps
+             else "GPU busy share (no step times in these exports)")
+    rows = []
+    for r in job.members:
+        gpus = ", ".join(u[:12] for u in r.get("gpu_uuids") or []) or ", ".join(
+            (d.get("name") or f"GPU {d['device_id']}") for d in r.get("devices") or [])
+        steps = f"{r['step_count']:,}" if r.get("step_count") else "n/a"
+        step = duration(r["step_median_ns"]) if r.get("step_median_ns") else "n/a"
+        why = job.stragglers.get(r["name"])
+        mark = f'<span class="straggler">yes</span>: {esc(why)}' if why else "no"
+        rows.append(f'<tr><td class="text">{_link(r)}</td><td class="text">{esc(gpus)}</td>'
+                    f'<td>{esc(", ".join(map(str, r.get("pids") or [])))}</td><td class="num">{steps}</td>'
+                    f'<td class="num">{esc(step)}</td><td class="util">{_util(r.get("gpu_utilization_pct"))}</td>'
+                    f'<td class="text">{mark}</td></tr>')
+    return (f"<h2>Ranks of one job ({esc(job.label)}): {len(job.members)} reports of "
+            f"<code>{clipped(job.program, 200)}</code></h2><p class=\"note\">Stragglers judged by {esc(basis)}, "
+            "against the job's median.</p><div class=\"tablewrap\"><table><thead><tr><th>rank</th><th>GPU</th>"
+            "<th>pid</th><th>steps</th><th>step time (median)</th><th>GPU busy</th><th>straggler</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+            f"<p>Stragglers: {esc(', '.join(job.stragglers) or 'none')}.</p>")
+
+
+def render_index(records: list[dict[str, Any]], jobs: list, *, seconds: float, interrupted: int = 0) -> str:
+    ok = [r for r in records if r["status"] == "ok"]
+    errors = [r for r in records if r["status"] == "error"]
+    skipped = [r for r in records if r["status"] == "skipped"]
+    cached = sum(1 for r in ok if r.get("cached"))
+    body = [f"<header><h1>nsys-diagnose batch: {len(records)} input(s)</h1>"
+            f'<p class="meta">{len(ok)} analyzed ({cached} from the result cache) · {len(errors)} failed · '
+            f"{len(skipped)} skipped · {esc(duration(seconds * 1e9))} · nsys-diagnose {esc(__version__)}</p></header>"]
+    if interrupted:
+        body.append(f'<p class="headline">Interrupted: {interrupted} input(s) were not analyzed; this index covers '
+                    "the ones that finished.</p>")
+    body.append('<div class="tablewrap"><table><thead><tr><th>report</th><th>status</th><th>GPU utilization</th>'
+                "<th>headline finding</th><th>at stake</th><th>top kernel</th></tr></thead><tbody>"
+                + "".join(_report_row(r) for r in records) + "</tbody></table></div>")
+    for title, rows in (("Failed", errors), ("Skipped", skipped)):
+        if rows:
+            body.append(f"<h2>{title}</h2><ul>" + "".join(
+                f"<li><code>{esc(r['path'])}</code>: {esc(r.get('error') or '')}</li>" for r in rows) + "</ul>")
+    body += [_rank_table(job) for job in jobs]
+    body.append('<p class="note">Every report\'s metrics: <code>reports.parquet</code>; every finding: '
+                "<code>findings.parquet</code>; the same summary as Markdown: <code>summary.md</code>.</p>")
+    return page(f"nsys-diagnose batch: {len(records)} input(s)", "".join(body), css=INDEX_CSS)
+
+
+def write_index(out_dir: Path, records: list[dict[str, Any]], jobs: list, *, seconds: float,
+                interrupted: int = 0) -> None:
+    write_atomic(Path(out_dir) / "index.html", render_index(records, jobs, seconds=seconds, interrupted=interrupted))

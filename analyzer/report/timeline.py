@@ -1,0 +1,225 @@
+"""The timeline the HTML report draws, binned in SQL so that its size does not grow with the trace.
+
+The trace window is cut into at most BINS equal bins. Per device (and, where several processes
+share a device, per process) each bin carries the busy share of that bin: the busy intervals of
+`device_busy` / `gpu_busy` clipped to the bin. NVTX lanes carry, per thread and nesting depth
+(top-level ranges and their children), the range name that covers most of each bin, with runs of
+bins of one name merged into segments whose edges are the ranges' own where they are longer than a
+bin. A 10-minute trace and a trace of a million kernels give the same few kilobytes.
+
+The timeline rides on the Report (`Report.timeline`) but is excluded from the JSON report: it is
+a drawing aid, not a measurement, and the JSON contract stays what it is.
+"""
+
+from __future__ import annotations
+
+import time
+
+import duckdb
+from pydantic import BaseModel
+
+BINS = 2000          # bins across the window: zooming in 20x still leaves 100 bins on screen
+NVTX_DEPTHS = 2      # top-level ranges and their children: "rank0 > Model Computation" needs both
+MAX_THREADS = 8      # NVTX lanes shown: the threads with the most top-level NVTX time
+MAX_PROCESS_ROWS = 4  # per-process rows under a device that several processes share
+EXACT_RANGES = 300   # a lane with at most this many ranges is drawn range by range, else binned
+
+
+class UtilTrack(BaseModel):
+    device_id: int
+    pid: int | None = None          # None: the whole device
+    label: str
+    busy_ns: int
+    util: list[int]                 # per bin: busy share of the bin, per mille (0..1000)
+
+
+class Segment(BaseModel):
+    start_ns: int
+    end_ns: int
+    name: str
+    coverage: float                 # share of the segment covered by ranges (0..1; 1 for a single range)
+    ranges: int = 1                 # ranges merged into the segment (those starting in it)
+
+
+class NvtxLane(BaseModel):
+    pid: int
+    tid: int
+    thread: str | None = None
+    depth: int
+    segments: list[Segment]
+
+
+class SteadyWindow(BaseModel):
+    pid: int
+    start_ns: int
+    end_ns: int
+    startup_ns: int | None = None
+    method: str | None = None
+
+
+class Timeline(BaseModel):
+    start_ns: int
+    end_ns: int
+    bin_ns: int
+    bins: int
+    devices: list[UtilTrack] = []
+    lanes: list[NvtxLane] = []
+    hidden_threads: int = 0         # threads with NVTX ranges beyond MAX_THREADS, not drawn
+    steady: list[SteadyWindow] = []
+    seconds: float = 0.0            # time taken to compute it
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                            [name]).fetchone()[0])
+
+
+# Busy share per bin of disjoint intervals: each interval is spread over the bins it touches
+# (range() over bin numbers), clipped to each. Disjoint intervals touch at most (intervals + bins)
+# bins in all, so this stays linear in the trace.
+def _spread(where: str = "") -> str:
+    """The CTE `spread`: one row per (interval of `clipped`, bin it touches), as bin number b."""
+    return f"""
+spread AS (
+  SELECT *, unnest(range((s - $w0) // $bin, (e - 1 - $w0) // $bin + 1)) AS b FROM clipped WHERE e > s {where})"""
+
+
+
+_OVERLAP = "least(e, $w0 + (b + 1) * $bin) - greatest(s, $w0 + b * $bin)"
+_CLIP = "greatest(start_ns, $w0) AS s, least(end_ns, $w1) AS e"
+
+_DEVICE_SQL = f"""
+WITH clipped AS (SELECT device_id, {_CLIP} FROM device_busy),{_spread()}
+SELECT device_id, b, sum({_OVERLAP}) AS busy FROM spread GROUP BY ALL"""
+
+# processes that share a device: the busiest MAX_PROCESS_ROWS of each such device
+_SHARED = """
+shared AS (
+  SELECT device_id, pid, busy FROM (
+    SELECT device_id, pid, sum(duration_ns)::BIGINT AS busy,
+           count(*) OVER (PARTITION BY device_id) AS procs,
+           row_number() OVER (PARTITION BY device_id ORDER BY sum(duration_ns) DESC, pid) AS rank
+    FROM gpu_busy GROUP BY device_id, pid)
+  WHERE procs > 1 AND rank <= $max_procs)"""
+
+_PROCESS_SQL = f"""
+WITH {_SHARED},
+clipped AS (SELECT device_id, pid, {_CLIP} FROM gpu_busy JOIN shared USING (device_id, pid)),{_spread()}
+SELECT device_id, pid, b, sum({_OVERLAP}) AS busy FROM spread GROUP BY ALL"""
+
+# NVTX: push/pop ranges by nesting depth; start/end ranges (no depth: they may cross threads and
+# overlap freely) count as top level. The lanes are the threads with the most top-level time.
+_LANE_SOURCE = {
+    "nvtx_tree": "SELECT pid, tid, coalesce(depth, 0) AS depth, name, start_ns, end_ns FROM nvtx_tree "
+                 f"WHERE coalesce(depth, 0) < {NVTX_DEPTHS}",
+    "nvtx_ranges": "SELECT pid, tid, 0 AS depth, name, start_ns, end_ns FROM nvtx_ranges",
+}
+
+# A lane (thread, depth) with at most EXACT_RANGES ranges is drawn range by range. A busier lane
+# is binned: per bin, the name covering most of it, that name's first start and last end inside
+# the bin (so a segment's edges are its ranges' own) and the share of the bin covered; runs of
+# consecutive bins of one name merge into a segment (gaps and islands).
+_NVTX_SQL = f"""
+WITH src AS ({{source}}),
+threads_ranked AS (
+  SELECT pid, tid, row_number() OVER (ORDER BY sum(end_ns - start_ns) DESC, pid, tid) AS lane_rank,
+         count(*) OVER () AS thread_count
+  FROM src WHERE depth = 0 GROUP BY pid, tid),
+clipped AS (
+  SELECT pid, tid, depth, name, {_CLIP}, count(*) OVER (PARTITION BY pid, tid, depth) AS lane_ranges
+  FROM src JOIN threads_ranked USING (pid, tid)
+  WHERE lane_rank <= $max_threads AND end_ns > $w0 AND start_ns < $w1),
+exact AS (
+  SELECT pid, tid, depth, name, s AS start_ns, e AS end_ns, 1.0 AS cover, 1 AS ranges
+  FROM clipped WHERE lane_ranges <= $exact_ranges),{_spread("AND lane_ranges > $exact_ranges")},
+per_name AS (
+  SELECT pid, tid, depth, b, name, sum({_OVERLAP}) AS ov, count(*) FILTER (WHERE s >= $w0 + b * $bin) AS starts,
+         min(greatest(s, $w0 + b * $bin)) AS first_s, max(least(e, $w0 + (b + 1) * $bin)) AS last_e
+  FROM spread GROUP BY ALL),
+per_bin AS (
+  SELECT pid, tid, depth, b, arg_max(name, (ov, name)) AS name, arg_max(first_s, (ov, name)) AS first_s,
+         arg_max(last_e, (ov, name)) AS last_e, arg_max(starts, (ov, name)) AS starts,
+         least(1.0, sum(ov) / $bin) AS cover
+  FROM per_name GROUP BY ALL),
+runs AS (SELECT *, b - row_number() OVER (PARTITION BY pid, tid, depth, name ORDER BY b) AS run FROM per_bin),
+binned AS (
+  SELECT pid, tid, depth, name, arg_min(first_s, b) AS start_ns, arg_max(last_e, b) AS end_ns,
+         avg(cover) AS cover, sum(starts) AS ranges
+  FROM runs GROUP BY pid, tid, depth, name, run)
+SELECT x.pid, x.tid, x.depth, x.name, x.start_ns, x.end_ns, x.cover, x.ranges, t.lane_rank, t.thread_count
+FROM (SELECT * FROM exact UNION ALL SELECT * FROM binned) x JOIN threads_ranked t USING (pid, tid)
+ORDER BY t.lane_rank, x.depth, x.start_ns, x.end_ns"""
+
+
+def _per_mille(rows, nkeys: int, params: dict, bins: int) -> dict[tuple, list[int]]:
+    """Rows of (keys..., bin, busy ns) -> per key, the busy share of every bin (the last bin may be short)."""
+    w0, w1, width = params["w0"], params["w1"], params["bin"]
+    last = w1 - (w0 + (bins - 1) * width)
+    out: dict[tuple, list[int]] = {}
+    for row in rows:
+        key, b, busy = tuple(row[:nkeys]), row[nkeys], row[nkeys + 1]
+        if 0 <= b < bins:
+            track = out.setdefault(key, [0] * bins)
+            track[b] = min(1000, round(1000 * busy / (last if b == bins - 1 else width)))
+    return out
+
+
+def _devices(con, params: dict, bins: int) -> list[UtilTrack]:
+    names = dict(con.execute("SELECT device_id, name FROM devices").fetchall())
+    busy = con.execute("SELECT device_id, sum(duration_ns)::BIGINT FROM device_busy GROUP BY 1 ORDER BY 1").fetchall()
+    devices = _per_mille(con.execute(_DEVICE_SQL, params).fetchall(), 1, params, bins)
+    shared = con.execute(f"WITH {_SHARED} SELECT device_id, pid, busy FROM shared ORDER BY device_id, busy DESC, pid",
+                         {"max_procs": MAX_PROCESS_ROWS}).fetchall()
+    procs = {}
+    if shared:
+        rows = con.execute(_PROCESS_SQL, {**params, "max_procs": MAX_PROCESS_ROWS}).fetchall()
+        procs = _per_mille(rows, 2, params, bins)
+    tracks = []
+    for dev, ns in busy:
+        label = f"GPU {dev}" + (f" · {names[dev]}" if names.get(dev) else "")
+        tracks.append(UtilTrack(device_id=dev, label=label, busy_ns=ns or 0, util=devices.get((dev,), [0] * bins)))
+        for _, pid, pns in (row for row in shared if row[0] == dev):
+            tracks.append(UtilTrack(device_id=dev, pid=pid, label=f"GPU {dev} · pid {pid}", busy_ns=pns or 0,
+                                    util=procs.get((dev, pid), [0] * bins)))
+    return tracks
+
+
+def _lanes(con, params: dict) -> tuple[list[NvtxLane], int]:
+    source = _LANE_SOURCE["nvtx_tree" if _has_table(con, "nvtx_tree") else "nvtx_ranges"]
+    rows = con.execute(_NVTX_SQL.format(source=source),
+                       {**params, "max_threads": MAX_THREADS, "exact_ranges": EXACT_RANGES}).fetchall()
+    names = {(p, t): n for p, t, n in con.execute("SELECT pid, tid, name FROM threads").fetchall()}
+    lanes: dict[tuple[int, int, int], NvtxLane] = {}
+    thread_count = 0
+    for pid, tid, depth, name, s, e, cover, ranges, _, count in rows:
+        thread_count = count
+        lane = lanes.get((pid, tid, depth))
+        if lane is None:
+            lane = lanes[(pid, tid, depth)] = NvtxLane(pid=pid, tid=tid, thread=names.get((pid, tid)),
+                                                       depth=depth, segments=[])
+        lane.segments.append(Segment(start_ns=s, end_ns=e, name=name or "", coverage=round(cover, 3),
+                                     ranges=ranges))
+    shown = len({(ln.pid, ln.tid) for ln in lanes.values()})
+    return list(lanes.values()), max(0, thread_count - shown)
+
+
+def _steady(con) -> list[SteadyWindow]:
+    if not _has_table(con, "steady_state"):  # built by sql/20_phases.sql; older caches lack it
+        return []
+    rows = con.execute("SELECT pid, start_ns, end_ns, startup_ns, method FROM steady_state "
+                       "WHERE start_ns IS NOT NULL AND end_ns > start_ns ORDER BY pid").fetchall()
+    return [SteadyWindow(pid=p, start_ns=s, end_ns=e, startup_ns=u, method=m) for p, s, e, u, m in rows]
+
+
+def compute(con: duckdb.DuckDBPyConnection, bins: int = BINS) -> Timeline | None:
+    """The binned timeline of an open trace; None when the trace has no window (nothing traced)."""
+    started = time.perf_counter()
+    w0, w1 = con.execute("SELECT start_ns, end_ns FROM trace_window").fetchone()
+    if w0 is None or w1 is None or w1 <= w0:
+        return None
+    bin_ns = -(-(w1 - w0) // bins)  # ceil: the bins cover the whole window
+    n = -(-(w1 - w0) // bin_ns)
+    params = {"w0": w0, "w1": w1, "bin": bin_ns}
+    lanes, hidden = _lanes(con, params)
+    return Timeline(start_ns=w0, end_ns=w1, bin_ns=bin_ns, bins=n, devices=_devices(con, params, n), lanes=lanes,
+                    hidden_threads=hidden, steady=_steady(con), seconds=round(time.perf_counter() - started, 3))
