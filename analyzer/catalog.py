@@ -34,22 +34,59 @@ def _line_of(node: yaml.Node, loc: tuple) -> int | None:
     return line
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise RuleSpecError(path, f"is not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise RuleSpecError(path, f"cannot be read ({e.strerror or e})") from None
+
+
+MAX_YAML_VALUES = 100_000  # far above any rule; far below what aliases can expand to
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], open_: set[int]) -> int:
+    """How many values the YAML holds once aliases (`*name`) are expanded, counted without
+    expanding them: a few lines of nested aliases can stand for billions ("billion laughs")."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if key in open_:
+        raise yaml.MarkedYAMLError(problem="an alias refers to a value that contains it",
+                                   problem_mark=node.start_mark)
+    open_.add(key)
+    if isinstance(node, yaml.SequenceNode):
+        children = node.value
+    elif isinstance(node, yaml.MappingNode):
+        children = [part for pair in node.value for part in pair]
+    else:
+        children = []
+    memo[key] = 1 + sum(_expanded_size(c, memo, open_) for c in children)
+    open_.discard(key)
+    return memo[key]
+
+
 def load_rule(yaml_path: Path) -> Rule:
-    text = yaml_path.read_text(encoding="utf-8")
+    text = _read(yaml_path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        if node is not None and _expanded_size(node, {}, set()) > MAX_YAML_VALUES:
+            raise RuleSpecError(yaml_path, f"expands to more than {MAX_YAML_VALUES:,} values through aliases", 1)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise RuleSpecError(yaml_path, f"invalid YAML: {getattr(e, 'problem', e)}",
                             mark.line + 1 if mark else None) from None
+    except RecursionError:
+        raise RuleSpecError(yaml_path, "invalid YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise RuleSpecError(yaml_path, "a rule file must be a YAML mapping", 1)
     sql_path = yaml_path.with_suffix(".sql")
     if not sql_path.exists():
         raise RuleSpecError(yaml_path, f"missing its SQL file {sql_path.name}")
     try:
-        rule = Rule(**data, sql=sql_path.read_text(encoding="utf-8"), source=str(yaml_path))
+        rule = Rule(**data, sql=_read(sql_path), source=str(yaml_path))
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(err["loc"])
@@ -67,10 +104,10 @@ def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule
     rules: dict[str, Rule] = {}
     for folder in [builtin_rules_dir(), *map(Path, extra_dirs)]:
         if not folder.is_dir():
-            raise RuleSpecError(folder, "rules folder does not exist")
+            raise RuleSpecError(folder, "is not a folder of rules" if folder.exists() else "rules folder does not exist")
         seen: set[str] = set()
         for path in sorted(folder.rglob("*.yaml")):
-            if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts):
+            if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts) or not path.is_file():
                 continue
             rule = load_rule(path)
             if rule.id in seen:

@@ -156,6 +156,9 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("nsys-diagnose: interrupted", err=True)
         sys.exit(130)
+    except OSError as e:  # e.g. an output path that cannot be written: the file and the problem
+        click.echo(f"nsys-diagnose: {e.filename}: {e.strerror}" if e.filename else f"nsys-diagnose: {e}", err=True)
+        sys.exit(2)
     except Exception as e:  # never a traceback for users; NSYS_DIAGNOSE_DEBUG=1 shows it
         if os.environ.get("NSYS_DIAGNOSE_DEBUG"):
             raise

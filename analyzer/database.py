@@ -115,6 +115,8 @@ def check_input(path: Path) -> None:
         raise InputError(path, "no such file")
     if path.is_dir():
         raise InputError(path, "is a directory, not an export file")
+    if not path.is_file():  # a FIFO would block the open forever; SQLite reads only files anyway
+        raise InputError(path, "is not a regular file (a pipe or device cannot hold an export)")
     try:
         with path.open("rb") as f:
             head = f.read(100)
@@ -132,6 +134,11 @@ def check_input(path: Path) -> None:
     size = path.stat().st_size
     if page_size and pages and size < page_size * pages:
         raise InputError(path, f"is truncated ({size} bytes, header says {page_size * pages})")
+    wal = path.with_name(path.name + "-wal")
+    if 2 in (head[18], head[19]) and wal.is_file() and wal.stat().st_size > 0:
+        # a read-only open cannot apply them, so the report would silently miss the latest rows
+        raise InputError(path, f"has changes not yet written into it ({wal.name}); checkpoint it first "
+                               f"(`sqlite3 {path.name} 'PRAGMA wal_checkpoint'`) or copy it with `sqlite3 .backup`")
 
 
 def content_key(path: Path) -> str:
@@ -205,7 +212,10 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
         con.execute("CHECKPOINT")
         return reader.name, present
     except duckdb.Error as e:
-        raise InputError(path, f"could not be read: {str(e).splitlines()[0]}") from None
+        hint = ""
+        if isinstance(e, duckdb.TypeMismatchException) and reader_kind != "sqlite3":
+            hint = " (try --reader sqlite3, which converts such values)"
+        raise InputError(path, f"could not be read: {str(e).splitlines()[0]}{hint}") from None
     finally:
         if hasattr(reader := locals().get("reader"), "close"):
             reader.close()

@@ -7,8 +7,15 @@ rows; the rows where it holds become findings, with the message rendered from th
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
+import os
+import re
 import threading
 import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -18,7 +25,43 @@ from .model import Finding, Rule, RuleResult
 from .units import render
 
 PY_TYPES = {"int": int, "float": float, "str": str}
-RULE_TIMEOUT_S = 120.0
+RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
+MAX_RULE_ROWS = 1_000_000  # a result this long is a runaway query (say, a cross join), not evidence
+
+
+def rule_timeout_s() -> float:
+    raw = os.environ.get("NSYS_DIAGNOSE_RULE_TIMEOUT_S")
+    if raw is None:
+        return RULE_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise UsageError(f"NSYS_DIAGNOSE_RULE_TIMEOUT_S={raw!r}: expected a number of seconds > 0")
+    return value
+
+
+def plain(value: Any) -> Any:
+    """A rule's result value as JSON can carry it: NaN/inf become None (no JSON for them),
+    bytes become text, dates/intervals/decimals/uuids their usual forms, nested values likewise."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, decimal.Decimal):
+        return plain(float(value))
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1e9)  # ns, like every duration here
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
 
 
 def parse_overrides(pairs: list[str] | tuple[str, ...], rules: dict[str, Rule]) -> dict[str, dict[str, Any]]:
@@ -75,6 +118,30 @@ def check_sql(con: duckdb.DuckDBPyConnection, rule: Rule) -> None:
         raise ValueError(f"{rule.id}.sql must be a SELECT, found {statements[0].type.name}")
 
 
+def _where(rule: Rule, error: Exception, composed: str | None) -> str:
+    """`file:line` of a SQL error, from DuckDB's `LINE n:` in the SQL it ran: the rule's SQL, or
+    the composed SQL, where the `when` expressions come before the rule's (stripped) SQL."""
+    match = re.search(r"^LINE (\d+):", str(error), re.M)
+    if not match:
+        return rule.source
+    line = int(match[1])
+    if composed is not None:  # the body sits between the `when` line(s) and ") AS rule_rows"
+        first = composed.count("\n") - rule.sql.strip().rstrip(";").count("\n")
+        if line < first:
+            return rule.source  # in a `when` of the YAML
+        line += rule.sql[: len(rule.sql) - len(rule.sql.lstrip())].count("\n") - first + 1
+    return f"{Path(rule.source).with_suffix('.sql')}:{line}"
+
+
+def check_composed(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
+    """The SQL with the `when` expressions spliced in must still be one SELECT: a `when` that
+    closes its parenthesis and starts a second statement is refused, not run."""
+    statements = con.extract_statements(sql)
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
+        raise ValueError("a findings `when` must be one SQL expression over the result columns")
+    return statements[0]
+
+
 def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
              captured: dict[str, bool]) -> RuleResult:
     base = dict(id=rule.id, title=rule.title, category=rule.category)
@@ -83,27 +150,32 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
         return RuleResult(**base, status="skipped", reason="not captured: " + ", ".join(missing))
     params = {name: p.default for name, p in rule.params.items()} | overrides
     started = time.perf_counter()
+    timeout_s = rule_timeout_s()
     cursor = con.cursor()
-    timer = threading.Timer(RULE_TIMEOUT_S, cursor.interrupt)
+    timer = threading.Timer(timeout_s, cursor.interrupt)
+    sql = None
     try:
         check_sql(cursor, rule)
         sql = _composed_sql(rule)
-        used = cursor.extract_statements(sql)[0].named_parameters
+        used = check_composed(cursor, sql).named_parameters
         timer.start()
         result = cursor.execute(sql, {k: v for k, v in params.items() if k in used})
         names = [d[0] for d in result.description]
-        raw = result.fetchall()
+        raw = result.fetchmany(MAX_RULE_ROWS + 1)
+        if len(raw) > MAX_RULE_ROWS:
+            raise ValueError(f"more than {MAX_RULE_ROWS:,} result rows: a rule returns an evidence table, "
+                             "aggregate in SQL")
     except Exception as e:  # a broken rule must not stop the others
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if isinstance(e, duckdb.InterruptException):
-            reason = f"interrupted after {RULE_TIMEOUT_S:.0f} s"
-        return RuleResult(**base, status="error", reason=f"{rule.source}: {reason}",
+            reason = f"interrupted after {timeout_s:g} s (a rule may run at most that long)"
+        return RuleResult(**base, status="error", reason=f"{_where(rule, e, sql)}: {reason}",
                           seconds=time.perf_counter() - started)
     finally:
         timer.cancel()
         cursor.close()
     flag_cols = [n for n in names if n.startswith("__finding_")]
-    rows = [dict(zip(names, r)) for r in raw]
+    rows = [dict(zip(names, map(plain, r))) for r in raw]
     evidence_rows = [{k: v for k, v in row.items() if k not in flag_cols} for row in rows]
     findings: list[Finding] = []
     try:
@@ -115,7 +187,7 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
                     rule_id=rule.id, severity=spec.severity or rule.severity,
                     message=render(spec.message, ev), fix=spec.fix or rule.docs.fix,
                     impact_ns=int(impact) if impact is not None else None, evidence=ev))
-    except (KeyError, ValueError, TypeError) as e:
+    except Exception as e:  # KeyError, ValueError, OverflowError (an infinite impact), ...
         return RuleResult(**base, status="error", reason=f"{rule.source}: message template: {e}",
                           seconds=time.perf_counter() - started)
     return RuleResult(**base, status="fired" if findings else "passed", findings=findings,

@@ -17,15 +17,16 @@ def _pct(part: int, whole: int) -> float:
 def compute(con: duckdb.DuckDBPyConnection) -> Metrics:
     start, end, span = con.execute("SELECT start_ns, end_ns, coalesce(span_ns, 0) FROM trace_window").fetchone()
     devices = con.execute("""
-        SELECT b.device_id, any_value(d.name), sum(b.duration_ns)::BIGINT
+        SELECT b.device_id, any_value(d.name), sum(b.duration_ns)
         FROM device_busy b LEFT JOIN devices d USING (device_id) GROUP BY b.device_id ORDER BY b.device_id
     """).fetchall()
     procs = con.execute("""
-        SELECT b.pid, any_value(p.name), b.device_id, sum(b.duration_ns)::BIGINT
+        SELECT b.pid, any_value(p.name), b.device_id, sum(b.duration_ns)
         FROM gpu_busy b LEFT JOIN processes p USING (pid) GROUP BY b.pid, b.device_id ORDER BY b.device_id, b.pid
     """).fetchall()
+    # Sums stay HUGEINT (Python int): a corrupt export's durations may add up past 2^63.
     (k_ns, k_n), (c_ns, c_n), (s_ns, s_n), (a_ns, a_n) = (
-        con.execute(f"SELECT coalesce(sum(duration_ns), 0)::BIGINT, count(*) FROM {t}").fetchone()
+        con.execute(f"SELECT coalesce(sum(duration_ns), 0), count(*) FROM {t}").fetchone()
         for t in ("kernels", "memcpys", "memsets", "api_calls"))
     busy = sum(d[2] for d in devices)
     return Metrics(

@@ -39,10 +39,24 @@ def scanner_extension_path() -> str | None:
     return found[0] if found else None
 
 
+def decode_text(raw: bytes) -> str:
+    """SQLite TEXT as str. Programs can put any bytes in NVTX or thread names; text that is not
+    UTF-8 is kept, escaped as DuckDB renders a BLOB (`\\xFF`), so both readers agree."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(chr(b) if 32 <= b <= 126 and b not in b"\\'\"" else f"\\x{b:02X}" for b in raw)
+
+
+# The scanner's twin of decode_text: valid UTF-8 as is, anything else as DuckDB's BLOB text.
+SCANNER_TEXT = "coalesce(try(decode(encode({c}))), CAST(encode({c}) AS VARCHAR))"
+
+
 def open_sqlite(path: Path) -> sqlite3.Connection:
     """Open the export read-only and immutable: SQLite takes no lock and writes nothing."""
     uri = "file:" + quote_uri(str(path.resolve())) + "?mode=ro&immutable=1"
     con = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    con.text_factory = decode_text
     return con
 
 
@@ -84,7 +98,10 @@ class ScannerReader:
 
     def relation(self, alias: str, table: str | None, columns: dict[str, str], present: set[str],
                  where: str | None = None) -> None:
-        cols = _select_list(columns, present, lambda c, t: c)
+        # TRY_CAST: a column declared with another type (TEXT holding numbers) reads as the
+        # sqlite3 reader's CAST reads it, instead of failing to bind; same-type casts are free.
+        cols = _select_list(columns, present,
+                            lambda c, t: SCANNER_TEXT.format(c=c) if t == "VARCHAR" else f"TRY_CAST({c} AS {t})")
         if table is None:
             self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} WHERE false")
             return
@@ -100,6 +117,7 @@ class Sqlite3Reader:
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
         self.con, self.path = con, path
         self.src = open_sqlite(path)
+        self.failure: sqlite3.Error | None = None  # what SQLite said, under DuckDB's wrapping
 
     def relation(self, alias: str, table: str | None, columns: dict[str, str], present: set[str],
                  where: str | None = None) -> None:
@@ -108,18 +126,27 @@ class Sqlite3Reader:
         reader = pa.RecordBatchReader.from_batches(schema, batches)
         # A stream can be read once; later statements need the rows again, so materialize.
         self.con.register(f"_arrow_{alias}", reader)
-        self.con.execute(f"CREATE TEMP TABLE src_{alias} AS SELECT * FROM _arrow_{alias}")
+        try:
+            self.con.execute(f"CREATE TEMP TABLE src_{alias} AS SELECT * FROM _arrow_{alias}")
+        except duckdb.Error:
+            if self.failure is not None:  # e.g. a corrupt page: say so, not DuckDB's Arrow wrapper
+                raise InputError(self.path, f"could not be read: table {table}: {self.failure}") from None
+            raise
         self.con.unregister(f"_arrow_{alias}")
 
     def _batches(self, table, columns, present, where, schema) -> Iterator[pa.RecordBatch]:
         cols = _select_list(columns, present, lambda c, t: f"CAST({c} AS {_SQLITE_CAST[t]})")
         filt = f" WHERE {where}" if where else ""
-        cur = self.src.execute(f"SELECT {cols} FROM {quote(table)}{filt}")
         names = list(columns)
-        while rows := cur.fetchmany(BATCH_ROWS):
-            data = list(zip(*rows))
-            yield pa.RecordBatch.from_arrays([pa.array(data[i], type=schema.field(i).type)
-                                              for i in range(len(names))], schema=schema)
+        try:
+            cur = self.src.execute(f"SELECT {cols} FROM {quote(table)}{filt}")
+            while rows := cur.fetchmany(BATCH_ROWS):
+                data = list(zip(*rows))
+                yield pa.RecordBatch.from_arrays([pa.array(data[i], type=schema.field(i).type)
+                                                  for i in range(len(names))], schema=schema)
+        except sqlite3.Error as e:
+            self.failure = e
+            raise
 
     def close(self) -> None:
         self.src.close()
@@ -129,8 +156,22 @@ def sql_string(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def wal_mode(path: Path) -> bool:
+    """Header bytes 18-19 are 2 in WAL mode. SQLite then keeps -wal and -shm files beside the
+    database, and DuckDB's extension (no `immutable` open) would create them next to the input."""
+    with path.open("rb") as f:
+        head = f.read(20)
+    return len(head) == 20 and 2 in (head[18], head[19])
+
+
 def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path):
-    """`auto` takes the scanner when its wheel is installed and loads, else sqlite3."""
+    """`auto` takes the scanner when its wheel is installed and loads, else sqlite3; a WAL-mode
+    database always goes to sqlite3, which opens it immutable and writes nothing."""
+    if kind in ("auto", "scanner") and wal_mode(path):
+        if kind == "scanner":
+            raise InputError(path, "is in WAL mode: reader 'scanner' would create -wal and -shm files beside it; "
+                                   "use --reader sqlite3 (auto does)")
+        kind = "sqlite3"
     if kind in ("auto", "scanner"):
         ext = scanner_extension_path()
         if ext:

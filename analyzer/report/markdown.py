@@ -10,6 +10,13 @@ from ..schema import FLAVOURS
 from ..units import SPECS, duration, pct
 
 TABLE_ROWS = 10
+# Names come from the traced program: newlines would break the Markdown, a carriage return or an
+# escape sequence would rewrite the user's terminal. Every C0/C1 control character prints as a space.
+_CONTROLS = dict.fromkeys([*range(32), *range(127, 160)], " ")
+
+
+def inline(text: str) -> str:
+    return text.translate(_CONTROLS)
 
 
 def cell_format(column: str):
@@ -37,7 +44,7 @@ def cell(column: str, value: Any) -> str:
         return f"{value:,.3g}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    text = str(value).replace("|", "\\|").replace("\n", " ")
+    text = inline(str(value).replace("|", "\\|"))
     return text if len(text) <= 100 else text[:97] + "..."
 
 
@@ -77,7 +84,7 @@ def render(report: Report) -> str:
     inp = report.input
     version = (f"nsys {inp.nsys_version} (export schema {inp.export_schema_version or 'n/a'})" if inp.nsys_version
                else f"nsys version unknown ({FLAVOURS.get(inp.schema_flavour or '', 'before 2021.4')})")
-    out = [f"# nsys-diagnose: {Path(inp.path).name}", "", f"**{report.headline}**", ""]
+    out = [f"# nsys-diagnose: {inline(Path(inp.path).name)}", "", f"**{inline(report.headline)}**", ""]
     out.append(
         f"{version} · trace window "
         f"{duration(m.span_ns)} · GPU busy {duration(m.gpu_busy_ns)} ({pct(m.gpu_utilization_pct)} of "
@@ -90,12 +97,12 @@ def render(report: Report) -> str:
         out.append("None: no rule fired.")
     for i, f in enumerate(report.findings, 1):
         stake = f" · at stake: {duration(f.impact_ns)}" if f.impact_ns is not None else ""
-        out.append(f"{i}. **{f.severity}** `{f.rule_id}`{stake}: {f.message}")
-        out.append(f"   - Fix: {f.fix.strip()}")
+        out.append(f"{i}. **{f.severity}** `{f.rule_id}`{stake}: {inline(f.message)}")
+        out.append(f"   - Fix: {inline(f.fix.strip())}")
     if m.devices:
         out += ["", "## Devices", "", "| device | name | busy | utilization |", "|---|---|---|---|"]
         for d in m.devices:
-            out.append(f"| {d.device_id} | {d.name or 'unknown'} | {duration(d.busy_ns)} | {pct(d.utilization_pct)} |")
+            out.append(f"| {d.device_id} | {inline(d.name or 'unknown')} | {duration(d.busy_ns)} | {pct(d.utilization_pct)} |")
     if len(m.processes) > 1:
         out += ["", "## Processes", "", "| pid | name | device | busy | utilization |", "|---|---|---|---|---|"]
         for p in m.processes:

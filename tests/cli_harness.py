@@ -1,0 +1,76 @@
+"""Run the command line as users run it, bounded in time, in a subprocess or in-process.
+
+`run_cli` starts `python -m analyzer` (the real process: interpreter, exit code, stderr).
+`call_cli` runs the same entry point, `analyzer.cli.main`, in a worker thread of this process:
+it skips the interpreter start-up (about half a second each) and still fails, instead of
+stalling the suite, when a run does not finish within the timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .conftest import ROOT
+
+TIMEOUT_S = 60
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args, env: dict | None = None, user: int | None = None, timeout: float = TIMEOUT_S) -> Result:
+    preexec = (lambda: os.setuid(user)) if user is not None else None
+    r = subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=timeout, preexec_fn=preexec, env={**os.environ, **(env or {})})
+    return Result(r.returncode, r.stdout, r.stderr)
+
+
+def call_cli(*args, timeout: float = TIMEOUT_S) -> Result:
+    from analyzer import cli
+
+    out, err, code = io.StringIO(), io.StringIO(), []
+
+    def target() -> None:
+        argv = sys.argv
+        sys.argv = ["nsys-diagnose", *map(str, args)]
+        try:
+            cli.main()
+            code.append(0)
+        except SystemExit as e:
+            code.append(e.code if isinstance(e.code, int) else 1)
+        except BaseException as e:  # main() must never let one escape: record it as a traceback would
+            err.write(f"Traceback (escaped main): {type(e).__name__}: {e}\n")
+            code.append(-1)
+        finally:
+            sys.argv = argv
+
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        worker = threading.Thread(target=target, daemon=True)
+        worker.start()
+        worker.join(timeout)
+    assert not worker.is_alive(), f"nsys-diagnose {' '.join(map(str, args))} hung for {timeout} s"
+    return Result(code[0], out.getvalue(), err.getvalue())
+
+
+def assert_one_line_error(r: Result, path: Path | str, *needles: str) -> str:
+    """Exit 2, nothing on stdout, one line on stderr naming the file and the problem."""
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    assert str(path) in lines[0], lines[0]
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    assert r.stdout == ""
+    return lines[0]
