@@ -25,10 +25,12 @@ def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bo
     if not has_gpu:
         return ("No CUDA activity was captured: the export has no kernels, memory copies or memsets"
                 + (" (CUDA API calls were traced, but none ran work on a GPU)." if has_api else "."))
-    if report_findings:
+    busy = f"the GPU is busy {pct(metrics.gpu_utilization_pct)} of the trace window"
+    if report_findings and report_findings[0].severity != "info":
         return report_findings[0].message
-    return (f"No bottleneck found: the GPU is busy {pct(metrics.gpu_utilization_pct)} of the "
-            f"trace window and no rule fired.")
+    if report_findings:  # only notes: say so first, so a healthy run does not read as a problem
+        return f"No bottleneck found: no rule raised a warning ({busy}). Most notable: {report_findings[0].message}"
+    return f"No bottleneck found: {busy} and no rule fired."
 
 
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,10 +19,11 @@ import duckdb
 
 from . import nsysrep, schema
 from .errors import InputError
-from .reader import discover, make_reader
+from .reader import discover, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
+INGEST_MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "700MB")
 
 # source table -> alias of its src_* relation in normalize.sql
 ALIASES = {
@@ -189,6 +191,10 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
     con = duckdb.connect(str(out))
     try:
         con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
+        # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of
+        # growing with the trace (a 1e7-kernel export stays under 1 GB of RSS).
+        con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
+        con.execute(f"SET temp_directory = {sql_string(str(out) + '.spill')}")
         reader = make_reader(reader_kind, con, path)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)
@@ -220,6 +226,7 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
         if hasattr(reader := locals().get("reader"), "close"):
             reader.close()
         con.close()
+        shutil.rmtree(str(out) + ".spill", ignore_errors=True)
 
 
 def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
