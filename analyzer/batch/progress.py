@@ -49,7 +49,7 @@ class RichBar:
     def update(self, out: Outcome) -> None:
         if out.status == "error":
             from rich.text import Text
-            self.bar.console.print(Text.assemble(("error ", "red"), f"{out.name}: {out.error}"), highlight=False)
+            self.bar.console.print(Text.assemble(("error ", "red"), f"{out.path}: {out.error}"), highlight=False)
         self.bar.update(self.task, advance=1, description=out.name)
 
 
