@@ -195,6 +195,10 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
         # growing with the trace (a 1e7-kernel export stays under 1 GB of RSS).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
         con.execute(f"SET temp_directory = {sql_string(str(out) + '.spill')}")
+        # DuckDB turns an ASOF join whose left side it estimates at <= 64 rows into a nested loop
+        # over the whole right side; a misestimate (a filtered table) made one join of 1e6
+        # GPU operations take a minute instead of a second. The sort-merge plan is always linear.
+        con.execute("SET asof_loop_join_threshold = 0")
         reader = make_reader(reader_kind, con, path)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)

@@ -76,12 +76,20 @@ WHERE coalesce(r.eventClass, 0) <> 67 AND r.start > 0 AND r."end" >= r.start;
 
 -- The API call that launched each GPU operation, keyed by (global_pid, correlation_id):
 -- correlation ids are unique only within a process.
+-- The aggregate carries a number per API name, not the name: an aggregate state holding strings
+-- cannot spill, and this one has a group per GPU operation.
+CREATE TEMP TABLE api_ids AS
+SELECT api, row_number() OVER () AS api_id FROM (SELECT DISTINCT api FROM api_names WHERE api IS NOT NULL);
 CREATE TEMP TABLE launches AS
-SELECT global_pid, correlation_id, arg_min(tid, event_class) AS tid,
-       arg_min(api, event_class) AS api, arg_min(start_ns, event_class) AS start_ns,
-       arg_min(end_ns, event_class) AS end_ns
-FROM api_calls WHERE correlation_id IS NOT NULL AND category IN ('launch', 'memcpy', 'memset', 'graph', 'other')
-GROUP BY ALL;
+WITH picked AS (
+  SELECT a.global_pid, a.correlation_id, arg_min(a.tid, a.event_class) AS tid,
+         arg_min(i.api_id, a.event_class) AS api_id, arg_min(a.start_ns, a.event_class) AS start_ns,
+         arg_min(a.end_ns, a.event_class) AS end_ns
+  FROM api_calls a LEFT JOIN api_ids i ON i.api = a.api
+  WHERE a.correlation_id IS NOT NULL AND a.category IN ('launch', 'memcpy', 'memset', 'graph', 'other')
+  GROUP BY ALL)
+SELECT p.global_pid, p.correlation_id, p.tid, i.api, p.start_ns, p.end_ns
+FROM picked p LEFT JOIN api_ids i USING (api_id);
 
 CREATE TABLE kernels AS
 SELECT nsys_pid(k.globalPid) AS pid, k.globalPid AS global_pid, k.deviceId AS device_id,
@@ -144,6 +152,10 @@ FROM src_graph g
 LEFT JOIN launches l ON l.global_pid = g.globalPid AND l.correlation_id = g.correlationId
 WHERE g.start > 0 AND g."end" >= g.start;
 
+-- launches is big (a row per GPU operation) and no longer needed: free its memory now.
+DROP TABLE launches;
+DROP TABLE api_ids;
+
 -- CPU-side blocking intervals of the CUDA driver (not GPU work).
 CREATE TABLE syncs AS
 SELECT nsys_pid(s.globalPid) AS pid, s.globalPid AS global_pid, s.deviceId AS device_id,
@@ -170,33 +182,44 @@ UNION ALL SELECT pid, global_pid, device_id, stream_id, 'graph', start_ns, end_n
        '[CUDA graph]', launch_api, launch_tid, launch_start_ns FROM graph_launches;
 
 -- Busy intervals: the union of GPU operations, per device and process and per device.
--- A row opens a new interval when it starts after every earlier row has ended.
+-- One sort (ingest.md 5): a row opens a new interval when it starts after every earlier row
+-- has ended (prev_end, the latest end before it); that interval ends where the next one opens
+-- (the next opener's prev_end) or at the last end. Only openers are kept: they are also the
+-- idle gaps' right edges (22_idle_gaps.sql), with the lowest launching thread among the
+-- operations starting there (launch_tid sorts before end_ns, NULLs last). Dropped in 22.
+CREATE TABLE gpu_openers AS
+SELECT * FROM (
+  SELECT device_id, pid, global_pid, start_ns, launch_tid,
+         max(end_ns) OVER w AS prev_end, row_number() OVER w AS rn
+  FROM gpu_activity
+  WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns, launch_tid NULLS LAST, end_ns
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+WHERE prev_end IS NULL OR start_ns > prev_end;
+
 CREATE TABLE gpu_busy AS
-WITH marked AS (
-  SELECT device_id, pid, start_ns, end_ns,
-         max(end_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns, end_ns
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM gpu_activity),
-grouped AS (
-  SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
-              OVER (PARTITION BY device_id, pid ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS grp
-  FROM marked)
-SELECT device_id, pid, min(start_ns) AS start_ns, max(end_ns) AS end_ns, max(end_ns) - min(start_ns) AS duration_ns,
-       count(*) AS ops
-FROM grouped GROUP BY device_id, pid, grp;
+WITH last AS (
+  SELECT device_id, pid, max(end_ns) AS last_end, count(*) AS n FROM gpu_activity GROUP BY ALL),
+spans AS (
+  SELECT o.device_id, o.pid, o.start_ns,
+         coalesce(lead(o.prev_end) OVER w, l.last_end) AS end_ns,
+         coalesce(lead(o.rn) OVER w, l.n + 1) - o.rn AS ops
+  FROM gpu_openers o JOIN last l ON l.device_id IS NOT DISTINCT FROM o.device_id AND l.pid IS NOT DISTINCT FROM o.pid
+  WINDOW w AS (PARTITION BY o.device_id, o.pid ORDER BY o.start_ns))
+SELECT device_id, pid, start_ns, end_ns, end_ns - start_ns AS duration_ns, ops FROM spans;
 
 CREATE TABLE device_busy AS
-WITH marked AS (
-  SELECT device_id, start_ns, end_ns,
-         max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM gpu_busy),
-grouped AS (
-  SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
-              OVER (PARTITION BY device_id ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS grp
-  FROM marked)
-SELECT device_id, min(start_ns) AS start_ns, max(end_ns) AS end_ns, max(end_ns) - min(start_ns) AS duration_ns
-FROM grouped GROUP BY device_id, grp;
+WITH openers AS (
+  SELECT * FROM (
+    SELECT device_id, start_ns, max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
+                                                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+    FROM gpu_busy)
+  WHERE prev_end IS NULL OR start_ns > prev_end),
+last AS (SELECT device_id, max(end_ns) AS last_end FROM gpu_busy GROUP BY ALL),
+spans AS (
+  SELECT o.device_id, o.start_ns,
+         coalesce(lead(o.prev_end) OVER (PARTITION BY o.device_id ORDER BY o.start_ns), l.last_end) AS end_ns
+  FROM openers o JOIN last l ON l.device_id IS NOT DISTINCT FROM o.device_id)
+SELECT device_id, start_ns, end_ns, end_ns - start_ns AS duration_ns FROM spans;
 
 -- NVTX ranges (push/pop and start/end, also their NVTXT twins). Unended ranges end at the
 -- last NVTX timestamp, as nsys does. Domains are matched on (domainId, process).

@@ -1,6 +1,6 @@
 -- Idle-gap root cause: for each GPU idle gap of a (device, process), what the host thread that
--- ended it (the one launching the next GPU operation) was doing meanwhile. Linear: prefix sums
--- of per-thread host states, looked up with ASOF joins at the gaps' edges.
+-- ended it (the one launching the next GPU operation) was doing meanwhile. Linear: per-thread
+-- host states found with ASOF joins at the gaps' edges, the overlaps summed per gap.
 
 -- Host calls that blocked the thread until the GPU caught up: synchronizations, and copy calls
 -- between host and device that returned only after their copy finished on the GPU
@@ -12,142 +12,137 @@ UNION ALL
 SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, 'copy ' || kind
 FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind LIKE '%Host%';
 
--- What a thread does, as disjoint intervals: CUDA API calls and OS runtime calls, the outermost
--- call winning where they nest (a driver call inside a runtime call, a poll inside a sync).
-CREATE TABLE host_states AS
-WITH calls AS (
-  SELECT pid, tid, start_ns, end_ns, api AS name,
-         CASE category WHEN 'sync' THEN 'sync' WHEN 'memcpy' THEN 'copy' WHEN 'memset' THEN 'copy'
-              WHEN 'launch' THEN 'launch' WHEN 'alloc' THEN 'allocation' WHEN 'free' THEN 'allocation'
-              WHEN 'module' THEN 'module-loading' WHEN 'context' THEN 'module-loading' ELSE 'cuda-api' END AS state
-  FROM api_calls
-  UNION ALL
-  SELECT pid, tid, start_ns, end_ns, name, 'os-call' FROM osrt_calls),
-ordered AS (
-  SELECT *, max(end_ns) OVER (PARTITION BY pid, tid ORDER BY start_ns, end_ns DESC, state, name
-                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM calls)
-SELECT pid, tid, state, name, greatest(start_ns, coalesce(prev_end, start_ns)) AS start_ns, end_ns
-FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
-
--- Per thread, the time spent in each state before each interval (one running sum per state),
--- so one ASOF lookup per gap edge gives every state's time up to that instant.
-CREATE TABLE host_state_cum AS
-SELECT pid, tid, state, name, start_ns, end_ns,
-       sum(CASE WHEN state = 'sync' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'sync' THEN end_ns - start_ns ELSE 0 END AS sync_before,
-       sum(CASE WHEN state = 'copy' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'copy' THEN end_ns - start_ns ELSE 0 END AS copy_before,
-       sum(CASE WHEN state = 'launch' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'launch' THEN end_ns - start_ns ELSE 0 END AS launch_before,
-       sum(CASE WHEN state = 'allocation' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'allocation' THEN end_ns - start_ns ELSE 0 END AS allocation_before,
-       sum(CASE WHEN state = 'module-loading' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'module-loading' THEN end_ns - start_ns ELSE 0 END AS module_before,
-       sum(CASE WHEN state = 'cuda-api' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'cuda-api' THEN end_ns - start_ns ELSE 0 END AS api_before,
-       sum(CASE WHEN state = 'os-call' THEN end_ns - start_ns ELSE 0 END) OVER w
-         - CASE WHEN state = 'os-call' THEN end_ns - start_ns ELSE 0 END AS osrt_before
-FROM host_states
--- inclusive running sums (they stream), minus the row's own time
-WINDOW w AS (PARTITION BY pid, tid ORDER BY start_ns ROWS UNBOUNDED PRECEDING);
-
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
 -- a gap has no known launching thread.
-CREATE TABLE main_threads AS
+CREATE TEMP TABLE main_threads AS
 SELECT pid, arg_max(launch_tid, n) AS tid FROM (
   SELECT pid, launch_tid, count(*) AS n FROM gpu_activity WHERE launch_tid IS NOT NULL GROUP BY ALL) GROUP BY pid;
 
+-- A gap runs from the end of one busy interval to the start of the next: the openers of
+-- gpu_busy (10_normalize.sql) carry both edges and the thread that launched the next operation
+-- (the lowest launching thread among those starting there). Without a device or process there
+-- is no next operation to match, as with an equi-join. gap_id is any unique number.
 CREATE TABLE raw_gaps AS
-WITH g AS (
-  SELECT device_id, pid, lag(end_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns) AS start_ns,
-         start_ns AS end_ns
-  FROM gpu_busy),
-next_op AS (
-  SELECT device_id, pid, start_ns, min(launch_tid) AS tid, any_value(global_pid) AS global_pid
-  FROM gpu_activity GROUP BY ALL)
-SELECT g.device_id, g.pid, g.start_ns, g.end_ns, g.end_ns - g.start_ns AS duration_ns,
-       coalesce(n.tid, m.tid, g.pid) AS tid, coalesce(n.global_pid, 0) + coalesce(n.tid, m.tid, g.pid) AS global_tid,
-       row_number() OVER (ORDER BY g.device_id, g.pid, g.start_ns) AS gap_id
-FROM g LEFT JOIN next_op n ON n.device_id = g.device_id AND n.pid = g.pid AND n.start_ns = g.end_ns
-LEFT JOIN main_threads m ON m.pid = g.pid
-WHERE g.start_ns IS NOT NULL AND g.end_ns - g.start_ns >= (SELECT value FROM phase_settings WHERE name = 'min_gap_ns');
+SELECT o.device_id, o.pid, o.prev_end AS start_ns, o.start_ns AS end_ns, o.start_ns - o.prev_end AS duration_ns,
+       coalesce(n.tid, m.tid, o.pid) AS tid, coalesce(n.global_pid, 0) + coalesce(n.tid, m.tid, o.pid) AS global_tid,
+       row_number() OVER () AS gap_id
+FROM gpu_openers o
+CROSS JOIN LATERAL (SELECT CASE WHEN o.device_id IS NOT NULL AND o.pid IS NOT NULL THEN o.launch_tid END AS tid,
+                           CASE WHEN o.device_id IS NOT NULL AND o.pid IS NOT NULL THEN o.global_pid END AS global_pid) n
+LEFT JOIN main_threads m ON m.pid = o.pid
+WHERE o.prev_end IS NOT NULL AND o.start_ns - o.prev_end >= (SELECT value FROM phase_settings WHERE name = 'min_gap_ns');
 
--- Time of each host state on the gap's thread inside the gap: prefix-sum differences between
--- the gap's end and its start.
-CREATE TABLE gap_states AS
-WITH edges AS (
-  SELECT gap_id, pid, tid, start_ns AS ts, 0 AS side FROM raw_gaps
+-- Host states, coded in the order of their names (so that sorting by code sorts by name).
+CREATE TEMP TABLE host_state_names(code UTINYINT, state VARCHAR);
+INSERT INTO host_state_names VALUES (1, 'allocation'), (2, 'copy'), (3, 'cuda-api'), (4, 'launch'),
+  (5, 'module-loading'), (6, 'os-call'), (7, 'sync');
+
+-- Names of host calls, numbered in name order: sorting by the number sorts by the name, and
+-- the states below carry the number instead of the string.
+CREATE TEMP TABLE host_call_names AS
+SELECT name, row_number() OVER (ORDER BY name) AS name_rank
+FROM (SELECT api AS name FROM api_calls WHERE api IS NOT NULL UNION SELECT name FROM osrt_calls WHERE name IS NOT NULL);
+
+-- Threads that end some gap: only their host states are ever looked at.
+CREATE TEMP TABLE gap_threads AS
+SELECT pid, tid, row_number() OVER () AS thread_no FROM (SELECT DISTINCT pid, tid FROM raw_gaps);
+
+-- What a thread does, as disjoint intervals: CUDA API calls and OS runtime calls, the outermost
+-- call winning where they nest (a driver call inside a runtime call, a poll inside a sync).
+-- k numbers the calls in start order, thread by thread (thread_no * 2^32 + position), skipping
+-- the nested calls dropped: states are disjoint, so their starts and ends both increase with k.
+CREATE TABLE host_states AS
+WITH calls AS (
+  SELECT g.thread_no, a.start_ns, a.end_ns, a.api AS name,
+         CASE a.category WHEN 'sync' THEN 7 WHEN 'memcpy' THEN 2 WHEN 'memset' THEN 2 WHEN 'launch' THEN 4
+              WHEN 'alloc' THEN 1 WHEN 'free' THEN 1 WHEN 'module' THEN 5 WHEN 'context' THEN 5
+              ELSE 3 END::UTINYINT AS code
+  FROM api_calls a JOIN gap_threads g ON g.pid = a.pid AND g.tid = a.tid
   UNION ALL
-  SELECT gap_id, pid, tid, end_ns, 1 FROM raw_gaps),
-looked AS (
-  SELECT e.gap_id, e.side,
-         coalesce(c.sync_before + CASE WHEN c.state = 'sync' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS sync,
-         coalesce(c.copy_before + CASE WHEN c.state = 'copy' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS copy,
-         coalesce(c.launch_before + CASE WHEN c.state = 'launch' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS launch,
-         coalesce(c.allocation_before + CASE WHEN c.state = 'allocation' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS allocation,
-         coalesce(c.module_before + CASE WHEN c.state = 'module-loading' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS module,
-         coalesce(c.api_before + CASE WHEN c.state = 'cuda-api' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS api,
-         coalesce(c.osrt_before + CASE WHEN c.state = 'os-call' THEN least(e.ts, c.end_ns) - c.start_ns ELSE 0 END, 0) AS osrt
-  FROM edges e ASOF LEFT JOIN host_state_cum c ON c.pid = e.pid AND c.tid = e.tid AND c.start_ns <= e.ts)
-SELECT gap_id,
-       sum(CASE side WHEN 1 THEN sync ELSE -sync END) AS sync_ns,
-       sum(CASE side WHEN 1 THEN copy ELSE -copy END) AS copy_ns,
-       sum(CASE side WHEN 1 THEN launch ELSE -launch END) AS launch_ns,
-       sum(CASE side WHEN 1 THEN allocation ELSE -allocation END) AS allocation_ns,
-       sum(CASE side WHEN 1 THEN module ELSE -module END) AS module_ns,
-       sum(CASE side WHEN 1 THEN api ELSE -api END) AS api_ns,
-       sum(CASE side WHEN 1 THEN osrt ELSE -osrt END) AS osrt_ns
-FROM looked GROUP BY gap_id;
+  SELECT g.thread_no, o.start_ns, o.end_ns, o.name, 6::UTINYINT
+  FROM osrt_calls o JOIN gap_threads g ON g.pid = o.pid AND g.tid = o.tid),
+ordered AS (
+  SELECT c.thread_no, c.start_ns, c.end_ns, c.code, n.name_rank,
+         max(c.end_ns) OVER w AS prev_end, (c.thread_no << 32) + row_number() OVER w AS k
+  FROM calls c LEFT JOIN host_call_names n ON n.name = c.name
+  WINDOW w AS (PARTITION BY c.thread_no ORDER BY c.start_ns, c.end_ns DESC, c.code, n.name_rank
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+SELECT thread_no, k, code, name_rank, greatest(start_ns, coalesce(prev_end, start_ns)) AS start_ns, end_ns
+FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 
--- One row per GPU idle gap of at least min_gap_ns (phase_settings), with its cause: the host
--- state that took most of the gap on the thread that ended it; time in no traced call is
--- 'nvtx' when an NVTX range was open there (host code inside it), else 'untraced'.
-CREATE TABLE idle_gaps AS
-WITH per_state AS (
-  SELECT g.*, greatest(g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns) AS top_ns,
-         CASE greatest(g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns)
+-- Time of each host state on the gap's thread inside the gap. Every state overlapping a gap
+-- lies between the last state started at or before the end of the previous gap on that device
+-- and thread, and the last one started at or before this gap's end (one ASOF lookup per gap):
+-- over a device's gaps these ranges add up to at most gaps + states, so expanding them is
+-- linear. The top state is named after its last state started before the gap ended (the
+-- highest k of that code in the range, zero-length ones included). Sums run in DOUBLE, exact
+-- for integers below 2^53 ns (104 days, longer than any gap), and faster than HUGEINT.
+CREATE TABLE gap_states AS
+WITH last_state AS (
+  SELECT g.gap_id, g.device_id, t.thread_no, g.start_ns, g.end_ns, h.k AS k_last
+  FROM raw_gaps g JOIN gap_threads t ON t.pid = g.pid AND t.tid = g.tid
+  ASOF JOIN host_states h ON h.thread_no = t.thread_no AND h.start_ns <= g.end_ns),
+ranges AS (
+  SELECT *, coalesce(lag(k_last) OVER (PARTITION BY device_id, thread_no ORDER BY start_ns), thread_no << 32) AS k_first
+  FROM last_state),
+pairs AS (
+  SELECT gap_id, start_ns AS gap_start, end_ns AS gap_end, unnest(range(k_first, k_last + 1)) AS k FROM ranges),
+covered AS (
+  SELECT p.gap_id, h.code, h.k, greatest(least(h.end_ns, p.gap_end) - greatest(h.start_ns, p.gap_start), 0)::DOUBLE AS ns
+  FROM pairs p JOIN host_states h ON h.k = p.k
+  -- states that ended before the gap play no part (a zero-length one at its start may name it)
+  WHERE h.end_ns > p.gap_start OR h.start_ns >= p.gap_start),
+sums AS (
+  SELECT gap_id,
+         sum(CASE WHEN code = 7 THEN ns ELSE 0 END)::HUGEINT AS sync_ns,
+         sum(CASE WHEN code = 2 THEN ns ELSE 0 END)::HUGEINT AS copy_ns,
+         sum(CASE WHEN code = 4 THEN ns ELSE 0 END)::HUGEINT AS launch_ns,
+         sum(CASE WHEN code = 1 THEN ns ELSE 0 END)::HUGEINT AS allocation_ns,
+         sum(CASE WHEN code = 5 THEN ns ELSE 0 END)::HUGEINT AS module_ns,
+         sum(CASE WHEN code = 3 THEN ns ELSE 0 END)::HUGEINT AS api_ns,
+         sum(CASE WHEN code = 6 THEN ns ELSE 0 END)::HUGEINT AS osrt_ns,
+         max(CASE WHEN code = 7 THEN k ELSE 0 END) AS sync_k, max(CASE WHEN code = 2 THEN k ELSE 0 END) AS copy_k,
+         max(CASE WHEN code = 4 THEN k ELSE 0 END) AS launch_k, max(CASE WHEN code = 1 THEN k ELSE 0 END) AS allocation_k,
+         max(CASE WHEN code = 5 THEN k ELSE 0 END) AS module_k, max(CASE WHEN code = 3 THEN k ELSE 0 END) AS api_k,
+         max(CASE WHEN code = 6 THEN k ELSE 0 END) AS osrt_k
+  FROM covered GROUP BY gap_id),
+-- on a tie the first state in this order wins
+per_state AS (
+  SELECT gap_id, sync_ns, copy_ns, launch_ns, allocation_ns, module_ns, api_ns, osrt_ns,
+         greatest(sync_ns, copy_ns, launch_ns, allocation_ns, module_ns, api_ns, osrt_ns) AS top_ns,
+         CASE greatest(sync_ns, copy_ns, launch_ns, allocation_ns, module_ns, api_ns, osrt_ns)
            WHEN 0 THEN NULL
-           WHEN g.sync_ns THEN 'sync'
-           WHEN g.copy_ns THEN 'copy'
-           WHEN g.launch_ns THEN 'launch'
-           WHEN g.allocation_ns THEN 'allocation'
-           WHEN g.module_ns THEN 'module-loading'
-           WHEN g.api_ns THEN 'cuda-api'
-           WHEN g.osrt_ns THEN 'os-call' END AS top_state
-  FROM gap_states g),
--- the call of the top state last entered before the gap ended names it
-named AS (
-  SELECT p.*, h.name AS top_name
-  FROM (SELECT p.*, r.pid, r.tid, r.end_ns AS gap_end_ns FROM per_state p JOIN raw_gaps r USING (gap_id)) p
-  ASOF LEFT JOIN host_states h ON h.pid = p.pid AND h.tid = p.tid AND h.state = p.top_state AND h.start_ns <= p.gap_end_ns),
-mid AS (
-  SELECT g.gap_id, g.global_tid, g.start_ns + (g.end_ns - g.start_ns) // 2 AS ts FROM raw_gaps g),
-mid_depth AS (
-  SELECT m.*, p.open_after, p.last_seq
-  FROM mid m ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = m.global_tid AND p.ts <= m.ts),
-mid_range AS (
-  SELECT d.gap_id, t.name AS nvtx_range
-  FROM mid_depth d ASOF LEFT JOIN nvtx_tree t
-    ON t.global_tid = d.global_tid AND t.depth = d.open_after - 1 AND t.start_seq <= d.last_seq
-  WHERE d.open_after > 0),
-blocked AS (
-  SELECT g.gap_id, b.api AS after_blocking_api, b.kind AS after_blocking_kind, b.end_ns AS blocking_end_ns,
-         b.duration_ns AS blocking_wait_ns
-  FROM raw_gaps g ASOF JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns
-  WHERE b.end_ns >= g.start_ns),
-stepped AS (
-  SELECT g.gap_id, s.step
-  FROM raw_gaps g ASOF JOIN steps s ON s.pid = g.pid AND s.start_ns <= g.start_ns
-  WHERE g.start_ns < s.end_ns),
+           WHEN sync_ns THEN sync_k WHEN copy_ns THEN copy_k WHEN launch_ns THEN launch_k
+           WHEN allocation_ns THEN allocation_k WHEN module_ns THEN module_k WHEN api_ns THEN api_k
+           WHEN osrt_ns THEN osrt_k END AS top_k
+  FROM sums)
+SELECT p.gap_id, p.sync_ns, p.copy_ns, p.launch_ns, p.allocation_ns, p.module_ns, p.api_ns, p.osrt_ns,
+       p.top_ns, sn.state AS top_state, cn.name AS top_name
+FROM per_state p
+LEFT JOIN host_states h ON h.k = p.top_k
+LEFT JOIN host_state_names sn ON sn.code = h.code
+LEFT JOIN host_call_names cn ON cn.name_rank = h.name_rank;
+
+CREATE TABLE idle_gaps AS
+-- the lookups run as one chain of ASOF joins on the gap rows (each sorts them once), with no
+-- join back on gap_id for each
+WITH looked AS (
+  SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns,
+         CASE WHEN g.start_ns < s.end_ns THEN s.step END AS step,
+         CASE WHEN p.open_after > 0 THEN t.name END AS nvtx_range,
+         b.end_ns >= g.start_ns AS after_blocking, b.api AS blocking_api, b.kind AS blocking_kind,
+         b.end_ns AS blocking_end_ns, b.duration_ns AS blocking_wait_ns
+  FROM raw_gaps g
+  ASOF LEFT JOIN steps s ON s.pid = g.pid AND s.start_ns <= g.start_ns
+  ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = g.global_tid AND p.ts <= g.start_ns + (g.end_ns - g.start_ns) // 2
+  ASOF LEFT JOIN nvtx_tree t ON t.global_tid = g.global_tid AND t.depth = p.open_after - 1 AND t.start_seq <= p.last_seq
+  ASOF LEFT JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns),
 classed AS (
   SELECT g.*, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
          coalesce(p.module_ns, 0) AS module_ns, coalesce(p.api_ns, 0) AS api_ns, coalesce(p.osrt_ns, 0) AS osrt_ns,
-         p.top_state, p.top_name, coalesce(p.top_ns, 0) AS top_ns, r.nvtx_range,
-         b.after_blocking_api, b.after_blocking_kind, b.blocking_end_ns, b.blocking_wait_ns, st.step
-  FROM raw_gaps g LEFT JOIN named p USING (gap_id) LEFT JOIN mid_range r USING (gap_id)
-  LEFT JOIN blocked b USING (gap_id) LEFT JOIN stepped st USING (gap_id))
+         p.top_state, p.top_name, coalesce(p.top_ns, 0) AS top_ns
+  FROM looked g LEFT JOIN gap_states p USING (gap_id))
 SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        (c.start_ns >= ss.start_ns AND c.end_ns <= ss.end_ns) AS in_steady_state, c.step,
        CASE WHEN c.top_ns > c.duration_ns - c.sync_ns - c.copy_ns - c.launch_ns - c.allocation_ns - c.module_ns
@@ -159,7 +154,10 @@ SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        c.nvtx_range, c.sync_ns, c.copy_ns, c.launch_ns, c.allocation_ns, c.module_ns, c.api_ns, c.osrt_ns,
        c.duration_ns - c.sync_ns - c.copy_ns - c.launch_ns - c.allocation_ns - c.module_ns - c.api_ns - c.osrt_ns
          AS host_ns,
-       c.after_blocking_api, c.after_blocking_kind, c.blocking_end_ns, c.blocking_wait_ns
+       CASE WHEN c.after_blocking THEN c.blocking_api END AS after_blocking_api,
+       CASE WHEN c.after_blocking THEN c.blocking_kind END AS after_blocking_kind,
+       CASE WHEN c.after_blocking THEN c.blocking_end_ns END AS blocking_end_ns,
+       CASE WHEN c.after_blocking THEN c.blocking_wait_ns END AS blocking_wait_ns
 FROM classed c LEFT JOIN steady_state ss ON ss.pid = c.pid;
 
 -- Per (device, process, cause, detail) over the steady state: the time that removing the cause
@@ -186,11 +184,15 @@ CREATE MACRO gap_cause_text(cause, detail) AS
     WHEN 'module-loading' THEN 'loading modules or creating a context (' || detail || ')'
     ELSE 'inside the CUDA call ' || coalesce(detail, '?') END;
 
--- Intermediates live in the database file, not in memory (temporary tables do not spill
--- until DuckDB's memory limit): dropped once used.
+-- Intermediates, dropped once used: the big ones (a row per gap or host call) live in the
+-- database file, as temporary tables hold the ingest memory limit and spill uncompressed; the
+-- small ones are temporary.
 DROP TABLE gap_states;
+DROP TABLE host_state_names;
+DROP TABLE host_call_names;
+DROP TABLE gap_threads;
 DROP TABLE raw_gaps;
 DROP TABLE main_threads;
-DROP TABLE host_state_cum;
 DROP TABLE host_states;
+DROP TABLE gpu_openers;
 DROP TABLE nvtx_stack_points;
