@@ -42,7 +42,8 @@ ev AS (
   SELECT global_tid, range_id, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, -1 FROM stacked)
 SELECT global_tid, range_id, ts, delta,
        row_number() OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id) AS seq,
-       sum(delta) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id ROWS UNBOUNDED PRECEDING) AS open_after
+       -- BIGINT, not sum()'s HUGEINT: a stack height is small, and the depth column is stored
+       (sum(delta) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id ROWS UNBOUNDED PRECEDING))::BIGINT AS open_after
 FROM ev;
 
 -- The stack height after the last event at each timestamp of a thread: the lookup key for

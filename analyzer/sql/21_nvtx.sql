@@ -34,8 +34,10 @@ WITH RECURSIVE up(range_id, anc_id, ops, kernels, memcpys, memsets, graphs, gpu_
   UNION ALL
   SELECT u.range_id, t.parent_id, u.ops, u.kernels, u.memcpys, u.memsets, u.graphs, u.gpu_ns, u.gpu_start_ns, u.gpu_end_ns
   FROM up u JOIN nvtx_tree t ON t.range_id = u.anc_id WHERE t.parent_id IS NOT NULL)
-SELECT anc_id AS range_id, sum(ops) AS ops, sum(kernels) AS kernels, sum(memcpys) AS memcpys,
-       sum(memsets) AS memsets, sum(graphs) AS graphs, sum(gpu_ns) AS gpu_ns,
+-- BIGINT, not sum()'s HUGEINT: counts and GPU time of one range fit, and HUGEINT columns cost
+-- several times more to write and read
+SELECT anc_id AS range_id, sum(ops)::BIGINT AS ops, sum(kernels)::BIGINT AS kernels, sum(memcpys)::BIGINT AS memcpys,
+       sum(memsets)::BIGINT AS memsets, sum(graphs)::BIGINT AS graphs, sum(gpu_ns)::BIGINT AS gpu_ns,
        min(gpu_start_ns) AS gpu_start_ns, max(gpu_end_ns) AS gpu_end_ns
 FROM up GROUP BY anc_id;
 
@@ -44,8 +46,8 @@ FROM up GROUP BY anc_id;
 CREATE TABLE gpu_busy_cum AS
 SELECT device_id, pid, start_ns, end_ns,
        -- inclusive running sums stream; the exclusive frame (... AND 1 PRECEDING) does not
-       sum(duration_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)
-         - duration_ns AS busy_before_ns
+       (sum(duration_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)
+         - duration_ns)::BIGINT AS busy_before_ns
 FROM gpu_busy;
 
 -- One row per NVTX range instance: its place in the stack, the GPU work launched from it
@@ -61,7 +63,7 @@ at_edge AS (
          coalesce(b.busy_before_ns + least(e.ts, b.end_ns) - b.start_ns, 0) AS busy_before
   FROM edges e ASOF LEFT JOIN gpu_busy_cum b ON b.device_id = e.device_id AND b.pid = e.pid AND b.start_ns <= e.ts),
 busy AS (
-  SELECT range_id, sum(CASE side WHEN 1 THEN busy_before ELSE -busy_before END) AS busy_during_ns
+  SELECT range_id, sum(CASE side WHEN 1 THEN busy_before ELSE -busy_before END)::BIGINT AS busy_during_ns
   FROM at_edge GROUP BY range_id),
 children AS (SELECT parent_id AS range_id, count(*) AS children FROM nvtx_tree WHERE parent_id IS NOT NULL GROUP BY 1)
 SELECT t.range_id, t.pid, t.tid, t.name, t.style, t.domain, t.start_ns, t.end_ns, t.duration_ns, t.depth,

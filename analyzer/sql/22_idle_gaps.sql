@@ -75,8 +75,9 @@ FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 -- and thread, and the last one started at or before this gap's end (one ASOF lookup per gap):
 -- over a device's gaps these ranges add up to at most gaps + states, so expanding them is
 -- linear. The top state is named after its last state started before the gap ended (the
--- highest k of that code in the range, zero-length ones included). Sums run in DOUBLE, exact
--- for integers below 2^53 ns (104 days, longer than any gap), and faster than HUGEINT.
+-- highest k of that code in the range, zero-length ones included). The sums are stored as
+-- BIGINT: each is at most the gap's length, and HUGEINT columns cost several times more to
+-- write and read.
 CREATE TABLE gap_states AS
 WITH last_state AS (
   SELECT g.gap_id, g.device_id, t.thread_no, g.start_ns, g.end_ns, h.k AS k_last
@@ -88,19 +89,19 @@ ranges AS (
 pairs AS (
   SELECT gap_id, start_ns AS gap_start, end_ns AS gap_end, unnest(range(k_first, k_last + 1)) AS k FROM ranges),
 covered AS (
-  SELECT p.gap_id, h.code, h.k, greatest(least(h.end_ns, p.gap_end) - greatest(h.start_ns, p.gap_start), 0)::DOUBLE AS ns
+  SELECT p.gap_id, h.code, h.k, greatest(least(h.end_ns, p.gap_end) - greatest(h.start_ns, p.gap_start), 0) AS ns
   FROM pairs p JOIN host_states h ON h.k = p.k
   -- states that ended before the gap play no part (a zero-length one at its start may name it)
   WHERE h.end_ns > p.gap_start OR h.start_ns >= p.gap_start),
 sums AS (
   SELECT gap_id,
-         sum(CASE WHEN code = 7 THEN ns ELSE 0 END)::HUGEINT AS sync_ns,
-         sum(CASE WHEN code = 2 THEN ns ELSE 0 END)::HUGEINT AS copy_ns,
-         sum(CASE WHEN code = 4 THEN ns ELSE 0 END)::HUGEINT AS launch_ns,
-         sum(CASE WHEN code = 1 THEN ns ELSE 0 END)::HUGEINT AS allocation_ns,
-         sum(CASE WHEN code = 5 THEN ns ELSE 0 END)::HUGEINT AS module_ns,
-         sum(CASE WHEN code = 3 THEN ns ELSE 0 END)::HUGEINT AS api_ns,
-         sum(CASE WHEN code = 6 THEN ns ELSE 0 END)::HUGEINT AS osrt_ns,
+         sum(CASE WHEN code = 7 THEN ns ELSE 0 END)::BIGINT AS sync_ns,
+         sum(CASE WHEN code = 2 THEN ns ELSE 0 END)::BIGINT AS copy_ns,
+         sum(CASE WHEN code = 4 THEN ns ELSE 0 END)::BIGINT AS launch_ns,
+         sum(CASE WHEN code = 1 THEN ns ELSE 0 END)::BIGINT AS allocation_ns,
+         sum(CASE WHEN code = 5 THEN ns ELSE 0 END)::BIGINT AS module_ns,
+         sum(CASE WHEN code = 3 THEN ns ELSE 0 END)::BIGINT AS api_ns,
+         sum(CASE WHEN code = 6 THEN ns ELSE 0 END)::BIGINT AS osrt_ns,
          max(CASE WHEN code = 7 THEN k ELSE 0 END) AS sync_k, max(CASE WHEN code = 2 THEN k ELSE 0 END) AS copy_k,
          max(CASE WHEN code = 4 THEN k ELSE 0 END) AS launch_k, max(CASE WHEN code = 1 THEN k ELSE 0 END) AS allocation_k,
          max(CASE WHEN code = 5 THEN k ELSE 0 END) AS module_k, max(CASE WHEN code = 3 THEN k ELSE 0 END) AS api_k,
