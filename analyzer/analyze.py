@@ -8,11 +8,12 @@ from typing import Any
 
 from . import __version__
 from .catalog import load_rules
-from .database import Trace, open_trace
+from .database import Trace, default_cache_dir, open_trace
 from .engine import run_rule
 from .metrics import compute, export_info
 from .model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
 from .report import timeline as timeline_bins
+from .report_cache import ReportCache, report_key
 from .units import pct
 
 
@@ -39,11 +40,23 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             reader: str = "auto", timeline: bool = False) -> Report:
     rules = rules if rules is not None else load_rules(rule_dirs)
     overrides = overrides or {}
+    key = None
+    if use_cache and Path(path).is_file():  # a repeat run reads its report back (report_cache.py)
+        reports = ReportCache(cache_dir or default_cache_dir())
+        try:
+            key = report_key(Path(path), rules, overrides, select, reader, timeline)
+        except OSError:
+            pass  # unreadable: open_trace says why
+        if key and (cached := reports.get(key)):
+            return cached
     trace = open_trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
     try:
-        return _report(trace, rules, overrides, select, timeline=timeline)
+        report = _report(trace, rules, overrides, select, timeline=timeline)
     finally:
         trace.close()
+    if key:
+        reports.put(key, report)
+    return report
 
 
 def _report(trace: Trace, rules: dict[str, Rule], overrides, select, *, timeline: bool = False) -> Report:

@@ -120,7 +120,8 @@ class InputInfo(BaseModel):
     export_schema_version: str | None
     size_bytes: int
     reader: str
-    from_cache: bool
+    from_cache: bool  # the normalized tables came from the ingest cache
+    report_from_cache: bool = False  # the whole report came from the report cache (a repeat run)
     # where the export came from (docs/support-matrix.md): decided by the columns present
     export_meta_table: str | None = None  # META_DATA_EXPORT, EXPORT_META_DATA, or None (pre-2021.4)
     schema_flavour: str | None = None

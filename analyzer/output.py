@@ -8,6 +8,9 @@ from pathlib import Path
 
 from .errors import UsageError
 
+_UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
+os.umask(_UMASK)
+
 
 def refuse_overwriting_inputs(output: Path, inputs: list[Path]) -> None:
     out = output.resolve()
@@ -30,6 +33,7 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     except OSError as e:
         raise _naming(e, path) from None
     try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as open() would create it, not mkstemp's 0600
         with os.fdopen(fd, "wb") as f:
             f.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)

@@ -105,10 +105,12 @@ SELECT nsys_pid(k.globalPid) AS pid, k.globalPid AS global_pid, k.deviceId AS de
        k.graphNodeId AS graph_node_id, k.graphId AS graph_id,
        l.tid AS launch_tid, l.api AS launch_api, l.start_ns AS launch_start_ns, l.end_ns AS launch_end_ns
 FROM src_kernel k
+-- the launch join before the name lookups: its hash table then holds rows without names, which
+-- at 1e7 kernels is the difference between spilling and failing under the memory limit
+LEFT JOIN launches l ON l.global_pid = k.globalPid AND l.correlation_id = k.correlationId
 LEFT JOIN strings dn ON dn.id = k.demangledName
 LEFT JOIN strings sn ON sn.id = k.shortName
 LEFT JOIN strings mn ON mn.id = k.mangledName
-LEFT JOIN launches l ON l.global_pid = k.globalPid AND l.correlation_id = k.correlationId
 WHERE k.start > 0 AND k."end" >= k.start;
 
 CREATE TABLE memcpys AS
@@ -124,10 +126,10 @@ SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS de
        m.srcDeviceId AS src_device_id, m.dstDeviceId AS dst_device_id, m.graphNodeId AS graph_node_id,
        l.tid AS launch_tid, l.api AS launch_api, l.start_ns AS launch_start_ns, l.end_ns AS launch_end_ns
 FROM src_memcpy m
+LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.correlationId
 LEFT JOIN memcpy_kind ck ON ck.id = m.copyKind
 LEFT JOIN mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN mem_kind dk ON dk.id = m.dstKind
-LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.correlationId
 WHERE m.start > 0 AND m."end" >= m.start;
 
 CREATE TABLE memsets AS
@@ -137,8 +139,8 @@ SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS de
        coalesce(mk.label, 'Unknown') AS mem_kind, m.graphNodeId AS graph_node_id,
        l.tid AS launch_tid, l.api AS launch_api, l.start_ns AS launch_start_ns, l.end_ns AS launch_end_ns
 FROM src_memset m
-LEFT JOIN mem_kind mk ON mk.id = m.memKind
 LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.correlationId
+LEFT JOIN mem_kind mk ON mk.id = m.memKind
 WHERE m.start > 0 AND m."end" >= m.start;
 
 -- Whole CUDA graph replays, present when graphs were traced at graph level.

@@ -1,0 +1,69 @@
+"""The report cache: a finished analysis of one export, so that a repeat run costs no query.
+
+A report is determined by the export's content (database.content_key), the path it is reported
+under, the rules with their parameters, --select, the reader, whether the HTML timeline is wanted,
+and this package's code (its version and a hash of its source files, so that an edited rule
+engine never serves a stale report). The ingest cache (database.py) keeps the normalized tables;
+this one keeps the answer on top of them, beside it in the same cache folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .database import content_key
+from .model import Report, Rule, Timeline
+from .output import write_atomic
+
+FORMAT = 1  # bump when what is stored changes shape
+
+
+@cache
+def code_fingerprint() -> str:
+    h = hashlib.sha256(__version__.encode())
+    root = resources.files("analyzer")
+    for sub in ("", "report"):
+        folder = root.joinpath(sub) if sub else root
+        for f in sorted(folder.iterdir(), key=lambda f: f.name):
+            if f.name.endswith((".py", ".sql")) or f.name == "sql":
+                if f.is_file():
+                    h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def report_key(path: Path, rules: dict[str, Rule], overrides: dict[str, dict[str, Any]],
+               select: list[str] | None, reader: str, timeline: bool) -> str:
+    parts = [FORMAT, code_fingerprint(), content_key(path), str(path), reader, timeline,
+             sorted(select) if select else None, overrides,
+             [rules[r].model_dump_json() for r in sorted(rules)]]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+class ReportCache:
+    def __init__(self, folder: Path):
+        self.folder = folder / "reports"
+
+    def get(self, key: str) -> Report | None:
+        try:
+            data = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+            report = Report.model_validate(data["report"])
+            if data.get("timeline") is not None:
+                report.timeline = Timeline.model_validate(data["timeline"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # absent, torn or from another layout: analyze again
+        report.input.from_cache = report.input.report_from_cache = True
+        return report
+
+    def put(self, key: str, report: Report) -> None:
+        data = {"report": report.model_dump(mode="json"),
+                "timeline": report.timeline.model_dump(mode="json") if report.timeline else None}
+        try:
+            write_atomic(self.folder / f"{key}.json", json.dumps(data, ensure_ascii=False))
+        except OSError:
+            pass  # a read-only or full cache folder costs speed next time, never the result

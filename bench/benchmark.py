@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""nsys-diagnose's whole default rule pack against nsys 2022.4 on the same export (issue #8).
+
+Prints, in one run and side by side, wall time, CPU time and peak RSS of
+  - nsys-diagnose cold: a fresh cache, so ingest (copy into DuckDB + the ingest SQL) + every
+    rule + the report, the whole CLI process;
+  - nsys-diagnose warm: the same command again, the cache reused (best of --repeat runs);
+  - nsys stats gpukernsum alone, and the equivalent nsys set (stats gpukernsum, cudaapisum,
+    gpumemtimesum, gpumemsizesum, nvtxsum + analyze gpu-starv, gpu-low-util, cuda-sync-api,
+    cuda-async-memcpy),
+then the ratios, our time per stage (ingest per SQL file, open, each rule, report) cold and
+warm, and with --nvtx the NVTX-heavy exports (attribution time against NVTX rows). nsys is
+optional: without it on PATH (or with --no-nsys), ours alone. Usage:
+
+    python bench/benchmark.py /tmp/nsysbench/k1e7.sqlite [--nvtx A.sqlite B.sqlite] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NSYS_STATS = ["gpukernsum", "cudaapisum", "gpumemtimesum", "gpumemsizesum", "nvtxsum"]
+NSYS_RULES = ["gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-async-memcpy"]
+
+# Runs in a child process, so that its peak RSS is one analysis alone. Times each stage of one
+# analyze() by wrapping the functions it calls: the ingest SQL per file (cold only: a cache hit
+# runs none), opening the trace, each rule, and the rest (metrics, ranking, Markdown).
+STAGES = r"""
+import json, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+import duckdb
+from analyzer import analyze as A, database as D
+from analyzer.catalog import load_rules
+from analyzer.report import markdown
+rules = load_rules()
+imports = time.perf_counter() - t0
+owner = {s: name for name, text in D._sql_files() for s in D._statements(text)}
+per_file, per_rule, stage = {}, {}, {}
+
+class Timed:  # a connection whose execute() charges ingest statements to their SQL file
+    def __init__(self, con): self._con = con
+    def __getattr__(self, name): return getattr(self._con, name)
+    def execute(self, sql, *args):
+        s = time.perf_counter()
+        try:
+            return self._con.execute(sql, *args)
+        finally:
+            if sql in owner: per_file[owner[sql]] = per_file.get(owner[sql], 0) + time.perf_counter() - s
+
+connect = duckdb.connect
+D.duckdb.connect = lambda *a, **k: Timed(connect(*a, **k)) if not k.get("read_only") else connect(*a, **k)
+run_rule = A.run_rule
+def timed_rule(con, rule, *a, **k):
+    s = time.perf_counter(); r = run_rule(con, rule, *a, **k); per_rule[rule.id] = time.perf_counter() - s; return r
+A.run_rule = timed_rule
+# open_trace + _report, not analyze(): the report cache would answer a repeat without a query,
+# and this measures the rule pack itself on the ingest cache
+s = time.perf_counter()
+trace = A.open_trace(sys.argv[1], cache_dir=Path(sys.argv[2]))
+stage["open_s"] = time.perf_counter() - s
+report = A._report(trace, rules, {}, None)
+text = markdown.render(report)
+trace.close()
+total = time.perf_counter() - s
+stage.update(imports_s=imports, rules_s=sum(per_rule.values()),
+             report_s=total - stage["open_s"] - sum(per_rule.values()), from_cache=report.input.from_cache)
+print(json.dumps({"stage": stage, "per_file": per_file, "per_rule": per_rule, "headline": report.headline}))
+"""
+
+
+def run(cmd: list[str], cwd: Path | None = None) -> dict:
+    """Wall s, CPU s (user + sys) and peak RSS MB of one child process, plus its stdout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    # GNU time reports this child's own peak RSS; without it, RUSAGE_CHILDREN gives the largest so far
+    gnu_time = Path("/usr/bin/time").exists()
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        full = ["/usr/bin/time", "-f", "%M", "-o", tf.name, *cmd] if gnu_time else cmd
+        out = subprocess.run(full, capture_output=True, text=True, env=env, cwd=cwd or ROOT)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rss_kb = int(Path(tf.name).read_text().split()[-1]) if gnu_time and Path(tf.name).read_text().strip() \
+            else after.ru_maxrss
+    return {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "rss_mb": rss_kb / 1024, "rc": out.returncode, "stdout": out.stdout, "stderr": out.stderr[-2000:]}
+
+
+def cli(path: Path, cache: Path) -> list[str]:
+    return [sys.executable, "-m", "analyzer", str(path), "--cache-dir", str(cache), "--format", "json",
+            "-o", os.devnull]
+
+
+def checked(result: dict, what: str) -> dict:
+    if result["rc"] not in (0, 1):  # 1: a finding reached --fail-on, still a full report
+        raise SystemExit(f"{what} failed ({result['rc']}):\n{result['stderr']}")
+    return result
+
+
+def ours(path: Path, work: Path, repeat: int) -> dict:
+    """Cold (fresh cache) and warm (cache hit) CLI runs, then the stages of each in a child."""
+    cache = work / "cache"
+    cold = checked(run(cli(path, cache)), "cold run")
+    warm = min((checked(run(cli(path, cache)), "warm run") for _ in range(repeat)), key=lambda r: r["wall_s"])
+    stages_cold = checked(run([sys.executable, "-c", STAGES, str(path), str(work / "cache-stages")]), "stages")
+    stages_warm = checked(run([sys.executable, "-c", STAGES, str(path), str(work / "cache-stages")]), "stages")
+    return {"cold": cold, "warm": warm,
+            "stages_cold": {**json.loads(stages_cold["stdout"]), "rss_mb": stages_cold["rss_mb"]},
+            "stages_warm": {**json.loads(stages_warm["stdout"]), "rss_mb": stages_warm["rss_mb"]}}
+
+
+def nsys(path: Path, work: Path) -> dict[str, dict]:
+    exe = shutil.which("nsys")
+    got = {}
+    for report in NSYS_STATS:
+        got[f"stats {report}"] = run([exe, "stats", "-q", "--report", report, "--format", "csv",
+                                      "-o", str(work / report), str(path)])
+    for rule in NSYS_RULES:
+        got[f"analyze {rule}"] = run([exe, "analyze", "-q", "--rule", rule, "--format", "csv",
+                                      "-o", str(work / rule), str(path)])
+    return got
+
+
+def count(path: Path, table: str) -> int:
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    except sqlite3.OperationalError:  # the table was not captured
+        return 0
+    finally:
+        con.close()
+
+
+def stage_lines(st: dict, label: str) -> list[str]:
+    s = st["stage"]
+    lines = [f"\n{label} (one process, peak RSS {st['rss_mb']:.0f} MB, cache {'hit' if s['from_cache'] else 'miss'}): "
+             f"imports {s['imports_s']:.2f} s, open {s['open_s']:.2f} s, rules {s['rules_s']:.2f} s, "
+             f"metrics + ranking + Markdown {s['report_s']:.2f} s"]
+    if st["per_file"]:
+        lines.append("\n| ingest SQL file | s |\n|---|---|")
+        lines += [f"| {name} | {sec:.2f} |" for name, sec in sorted(st["per_file"].items())]
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("export", type=Path)
+    ap.add_argument("--nvtx", nargs="*", type=Path, default=[], help="NVTX-heavy exports of growing size (linearity)")
+    ap.add_argument("--no-nsys", action="store_true", help="skip nsys even when it is installed")
+    ap.add_argument("--repeat", type=int, default=3, help="warm runs; the fastest is reported (default 3)")
+    ap.add_argument("--json", type=Path, help="also write every figure to this file")
+    args = ap.parse_args()
+    for p in [args.export, *args.nvtx]:
+        if not p.is_file():
+            raise SystemExit(f"{p}: no such export")
+    use_nsys = not args.no_nsys and shutil.which("nsys") is not None
+    lines = []
+    out = {"export": str(args.export), "cores": os.cpu_count(), "load_before": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="nsysbench-") as tmp:
+        work = Path(tmp)
+        size = args.export.stat().st_size
+        kernels = count(args.export, "CUPTI_ACTIVITY_KIND_KERNEL")
+        out.update(size_bytes=size, kernels=kernels)
+        me = ours(args.export, work, args.repeat)
+        theirs = nsys(args.export, work) if use_nsys else {}
+        out.update(ours=me, nsys=theirs)
+        load = os.getloadavg()
+        lines.append(f"# {args.export} ({size / 1e9:.2f} GB, {kernels:,} kernels), {os.cpu_count()} cores, "
+                     f"load average {out['load_before'][0]:.1f} before, {load[0]:.1f} after\n")
+        rows = [("nsys-diagnose, whole rule pack, cold (ingest + rules + report)", me["cold"]),
+                (f"nsys-diagnose, whole rule pack, warm (cache hit, best of {args.repeat})", me["warm"])]
+        rows += [(f"nsys {name}", r) for name, r in theirs.items()]
+        if theirs:
+            ok = [r for r in theirs.values() if r["rc"] == 0]
+            rows.append(("nsys, the equivalent set (sum)", {"wall_s": sum(r["wall_s"] for r in ok),
+                                                           "cpu_s": sum(r["cpu_s"] for r in ok),
+                                                           "rss_mb": max(r["rss_mb"] for r in ok), "rc": 0}))
+        lines.append("| run | wall s | CPU s | peak RSS MB |\n|---|---|---|---|")
+        for name, r in rows:
+            failed = "" if r["rc"] in (0, 1) else f" (failed: exit {r['rc']})"
+            lines.append(f"| {name}{failed} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['rss_mb']:.0f} |")
+        if theirs and theirs["stats gpukernsum"]["rc"] == 0:
+            kern = theirs["stats gpukernsum"]["wall_s"]
+            total = sum(r["wall_s"] for r in theirs.values() if r["rc"] == 0)
+            cold, warm = me["cold"]["wall_s"], me["warm"]["wall_s"]
+            lines.append("\n| ratio (wall) | cold | warm | target |\n|---|---|---|---|")
+            lines.append(f"| nsys gpukernsum alone / ours | {kern / cold:.2f}x | {kern / warm:.1f}x | >= 5x |")
+            lines.append(f"| nsys equivalent set / ours | {total / cold:.2f}x | {total / warm:.1f}x | >= 20x |")
+            out["ratios"] = {"gpukernsum_cold": kern / cold, "gpukernsum_warm": kern / warm,
+                             "set_cold": total / cold, "set_warm": total / warm}
+        lines += stage_lines(me["stages_cold"], "our stages, cold")
+        lines += stage_lines(me["stages_warm"], "our stages, warm")
+        lines.append("\n| rule | cold s | warm s |\n|---|---|---|")
+        warm_rules = me["stages_warm"]["per_rule"]
+        for rule, sec in sorted(me["stages_cold"]["per_rule"].items(), key=lambda kv: -warm_rules.get(kv[0], 0)):
+            lines.append(f"| {rule} | {sec:.3f} | {warm_rules.get(rule, float('nan')):.3f} |")
+        lines.append(f"\nheadline: {re.sub(r'[*`]', '', me['stages_warm']['headline'])}")
+        if args.nvtx:
+            lines.append("\n| NVTX-heavy export | kernels | NVTX rows | cold wall s | CPU s | peak RSS MB "
+                         "| 20_phases + 21_nvtx s | per 1e6 NVTX rows |\n|---|---|---|---|---|---|---|---|")
+            out["nvtx"] = []
+            for p in args.nvtx:
+                rows_n, kern_n = count(p, "NVTX_EVENTS"), count(p, "CUPTI_ACTIVITY_KIND_KERNEL")
+                r = checked(run([sys.executable, "-c", STAGES, str(p), str(work / f"cache-{p.stem}")]), p.name)
+                per_file = json.loads(r["stdout"])["per_file"]
+                nvtx_s = per_file.get("20_phases.sql", 0) + per_file.get("21_nvtx.sql", 0)
+                out["nvtx"].append({"export": str(p), "nvtx_rows": rows_n, "kernels": kern_n, **r,
+                                    "per_file": per_file})
+                lines.append(f"| {p.name} | {kern_n:,} | {rows_n:,} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} "
+                             f"| {r['rss_mb']:.0f} | {nvtx_s:.2f} | {nvtx_s / (rows_n / 1e6):.2f} |")
+    print("\n".join(lines))
+    if args.json:
+        for r in [me["cold"], me["warm"], *theirs.values(), *out.get("nvtx", [])]:
+            r.pop("stdout", None)
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
