@@ -217,3 +217,16 @@ DROP TABLE named_step_groups;
 DROP TABLE step_names;
 DROP TABLE nvtx_stack_events;
 DROP TABLE nvtx_numbered;
+
+-- Each (process, device)'s GPU busy time inside the process's steady-state window: the
+-- denominator of the steady-state shares that several rules report.
+CREATE TABLE steady_busy AS
+SELECT b.pid, b.device_id, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns))::BIGINT AS busy_ns
+FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
+WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
+GROUP BY b.pid, b.device_id;
+
+-- One row per distinct kernel name. Rules match name patterns here, once per name, and join
+-- back on the name: a regular expression on every kernel row costs seconds at 1e7 kernels.
+CREATE TABLE kernel_names AS
+SELECT name, count(*) AS instances FROM kernels GROUP BY name;

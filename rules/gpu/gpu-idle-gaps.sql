@@ -4,19 +4,20 @@
 -- start-up is reported on its own.
 WITH win AS (SELECT span_ns FROM trace_window),
 busy AS (SELECT device_id, pid, sum(duration_ns) AS busy_ns FROM gpu_busy GROUP BY ALL),
+-- idle_gaps (22_idle_gaps.sql) holds every gap of at least phase_settings.min_gap_ns already;
+-- only a lower threshold needs the gaps recomputed from the busy intervals
+ingest_min AS (SELECT value FROM phase_settings WHERE name = 'min_gap_ns'),
 gaps AS (
-  SELECT device_id, pid,
-         lag(end_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns) AS start_ns,
+  SELECT device_id, pid, start_ns, end_ns FROM idle_gaps WHERE $min_gap_ns >= (SELECT value FROM ingest_min)
+  UNION ALL
+  SELECT device_id, pid, lag(end_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns) AS start_ns,
          start_ns AS end_ns
-  FROM gpu_busy),
+  FROM gpu_busy WHERE $min_gap_ns < (SELECT value FROM ingest_min)),
 steady AS (
-  SELECT b.device_id, b.pid, any_value(ss.start_ns) AS steady_start_ns,
-         any_value(ss.end_ns - ss.start_ns) AS steady_window_ns, any_value(ss.startup_ns) AS startup_ns,
-         any_value(ss.method) AS steady_method, any_value(ss.module_load_ns) AS module_load_ns,
-         any_value(ss.first_step_ns) AS first_step_ns,
-         coalesce(sum(least(b.end_ns, ss.end_ns) - greatest(b.start_ns, ss.start_ns))
-                  FILTER (WHERE b.end_ns > ss.start_ns AND b.start_ns < ss.end_ns), 0) AS steady_busy_ns
-  FROM gpu_busy b JOIN steady_state ss USING (pid) GROUP BY b.device_id, b.pid),
+  SELECT b.device_id, b.pid, ss.start_ns AS steady_start_ns, ss.end_ns - ss.start_ns AS steady_window_ns,
+         ss.startup_ns, ss.method AS steady_method, ss.module_load_ns, ss.first_step_ns,
+         coalesce(sb.busy_ns, 0) AS steady_busy_ns
+  FROM busy b JOIN steady_state ss USING (pid) LEFT JOIN steady_busy sb USING (pid, device_id)),
 listed AS (
   SELECT g.device_id, g.pid, g.start_ns, g.end_ns, g.end_ns - g.start_ns AS duration_ns,
          coalesce(g.start_ns >= s.steady_start_ns AND g.end_ns <= s.steady_start_ns + s.steady_window_ns, false)

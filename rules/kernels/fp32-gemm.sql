@@ -9,23 +9,16 @@ WITH gpu AS (
   WHERE NOT regexp_matches(coalesce(name, ''), $no_tensor_core_gpus, 'i')
     AND (compute_major >= 7
          OR (compute_major IS NULL AND regexp_matches(coalesce(name, ''), $tensor_core_gpus, 'i')))),
-steady AS (
-  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns
-  FROM kernels k JOIN steady_state s ON s.pid = k.pid
-  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
-busy AS (
-  -- the process's GPU busy time on the device inside its steady-state window
-  SELECT b.pid, b.device_id,
-         sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
-  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
-  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
-  GROUP BY ALL),
-fp32 AS (
-  SELECT pid, device_id, name, any_value(short_name) AS short_name, count(*) AS instances,
-         sum(duration_ns) AS total_ns, median(duration_ns) AS median_ns
-  FROM steady
+-- names matched once each (kernel_names), not once per kernel
+fp32_names AS (
+  SELECT name FROM kernel_names
   WHERE regexp_matches(name, $gemm_pattern, 'i') AND regexp_matches(name, $fp32_pattern, 'i')
-    AND NOT regexp_matches(name, $tensor_core_pattern, 'i')
+    AND NOT regexp_matches(name, $tensor_core_pattern, 'i')),
+fp32 AS (
+  SELECT k.pid, k.device_id, k.name, any_value(k.short_name) AS short_name, count(*) AS instances,
+         sum(k.duration_ns) AS total_ns, median(k.duration_ns) AS median_ns
+  FROM kernels k JOIN fp32_names USING (name) JOIN steady_state s ON s.pid = k.pid
+  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns
   GROUP BY ALL),
 ranked AS (
   SELECT f.*, CASE WHEN coalesce(f.short_name, '') IN ('', 'Kernel', 'Kernel2', 'device_kernel')
@@ -41,5 +34,5 @@ SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tenso
        round(100.0 * r.total_ns / nullif(b.busy_ns, 0), 2) AS busy_share_pct,
        round(100.0 * r.fp32_ns / nullif(b.busy_ns, 0), 2) AS fp32_share_pct,
        round(r.fp32_ns * (1 - 1 / $expected_speedup))::BIGINT AS est_saving_ns
-FROM ranked r JOIN gpu g USING (device_id) LEFT JOIN busy b USING (pid, device_id)
+FROM ranked r JOIN gpu g USING (device_id) LEFT JOIN steady_busy b USING (pid, device_id)
 ORDER BY r.fp32_ns DESC, r.pid, r.device_id, r.rank

@@ -1,17 +1,12 @@
 -- One row per (process, device, kernel) for elementwise and reduction kernels in the steady
 -- state, with the process's totals; the process with the most such time first.
-WITH steady AS (
+-- names matched once each (kernel_names), not once per kernel
+WITH names AS (SELECT name, regexp_matches(name, $elementwise_pattern, 'i') AS is_elementwise FROM kernel_names),
+steady AS (
   SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, s.steps,
-         s.end_ns - s.start_ns AS window_ns,
-         regexp_matches(k.name, $elementwise_pattern, 'i') AS is_elementwise
-  FROM kernels k JOIN steady_state s ON s.pid = k.pid
+         s.end_ns - s.start_ns AS window_ns, n.is_elementwise
+  FROM kernels k JOIN names n USING (name) JOIN steady_state s ON s.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
-busy AS (
-  SELECT b.pid, b.device_id,
-         sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
-  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
-  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
-  GROUP BY ALL),
 per_process AS (
   SELECT pid, device_id, any_value(steps) AS steps, any_value(window_ns) AS window_ns,
          count(*) AS kernel_count, sum(duration_ns) AS kernel_ns,
@@ -42,5 +37,5 @@ SELECT l.pid, l.device_id, l.name,
        b.busy_ns, round(100.0 * p.ew_ns / nullif(b.busy_ns, 0), 2) AS ew_share_pct,
        p.steps, round(p.ew_launches / nullif(p.steps, 0), 1) AS ew_launches_per_step,
        round(100.0 * b.busy_ns / nullif(p.window_ns, 0), 2) AS utilization_pct
-FROM labelled l JOIN per_process p USING (pid, device_id) LEFT JOIN busy b USING (pid, device_id)
+FROM labelled l JOIN per_process p USING (pid, device_id) LEFT JOIN steady_busy b USING (pid, device_id)
 ORDER BY p.ew_ns DESC, l.pid, l.device_id, l.rank

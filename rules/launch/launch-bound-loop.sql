@@ -1,17 +1,12 @@
 -- One row per (device, process): its steady-state kernels, the GPU idle time between them and
 -- the host time spent in launch calls, the evidence of a loop that the CPU cannot feed fast enough.
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
-base AS (SELECT DISTINCT b.device_id, b.pid FROM gpu_busy b JOIN ss USING (pid)
-         WHERE b.end_ns > ss.start_ns AND b.start_ns < ss.end_ns),
+base AS (SELECT device_id, pid FROM steady_busy),
 k AS (
   SELECT k.device_id, k.pid, count(*) AS kernels, median(k.duration_ns) AS median_kernel_ns,
          sum(k.duration_ns) AS kernel_ns
   FROM kernels k JOIN ss USING (pid) WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
   GROUP BY k.device_id, k.pid),
-busy AS (
-  SELECT b.device_id, b.pid, sum(least(b.end_ns, ss.end_ns) - greatest(b.start_ns, ss.start_ns)) AS busy_ns
-  FROM gpu_busy b JOIN ss USING (pid) WHERE b.end_ns > ss.start_ns AND b.start_ns < ss.end_ns
-  GROUP BY b.device_id, b.pid),
 api AS (
   SELECT a.pid, count(*) AS launch_calls, sum(a.duration_ns) AS launch_api_ns,
          median(a.duration_ns) AS median_launch_ns, count(*) FILTER (WHERE a.api ILIKE '%graphlaunch%') AS graph_launches
@@ -28,6 +23,6 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        coalesce(a.launch_calls, 0) AS launch_calls, coalesce(a.launch_api_ns, 0) AS launch_api_ns,
        a.median_launch_ns, coalesce(a.graph_launches, 0) AS graph_launches,
        round(coalesce(a.launch_api_ns, 0) / nullif(k.kernel_ns, 0), 3) AS api_to_kernel_ratio
-FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN busy b USING (device_id, pid)
+FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid)
 ORDER BY idle_ns DESC, x.device_id, x.pid

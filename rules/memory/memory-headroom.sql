@@ -36,11 +36,8 @@ dev_peak AS (
   FROM dev_live GROUP BY ALL),
 unmatched AS (SELECT device_id, pid, count(*) FILTER (WHERE unmatched) AS unmatched_frees FROM frees GROUP BY ALL),
 busy AS (
-  SELECT b.pid, b.device_id, any_value(s.end_ns - s.start_ns) AS window_ns,
-         sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
-  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
-  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
-  GROUP BY ALL),
+  SELECT b.pid, b.device_id, s.end_ns - s.start_ns AS window_ns, b.busy_ns
+  FROM steady_busy b JOIN steady_state s USING (pid)),
 joined AS (
   SELECT p.device_id, p.pid, d.name AS gpu_name, d.memory_bytes, p.peak_bytes, p.peak_ts_ns,
          p.allocs, p.frees, coalesce(u.unmatched_frees, 0) AS unmatched_frees,

@@ -5,12 +5,6 @@ WITH copies AS (
          m.launch_end_ns - m.launch_start_ns AS api_ns
   FROM memcpys m JOIN steady_state s ON s.pid = m.pid
   WHERE m.host_memory = 'pageable' AND m.start_ns >= s.start_ns AND m.start_ns < s.end_ns),
-busy AS (
-  SELECT b.pid, b.device_id,
-         sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
-  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
-  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
-  GROUP BY ALL),
 -- the rate pinned copies of the same direction reach in this trace, where there are large ones
 pinned AS (
   SELECT device_id, kind, sum(bytes) * 1e9 / nullif(sum(duration_ns), 0) AS rate
@@ -30,5 +24,5 @@ SELECT g.pid, g.device_id, g.kind, g.count, g.bytes, g.total_ns,
        CASE WHEN p.rate IS NULL THEN 'assumed' ELSE 'measured' END AS pinned_rate_source,
        round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s))::BIGINT AS pinned_est_ns,
        greatest(0, g.total_ns - round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s)))::BIGINT AS est_saving_ns
-FROM grouped g LEFT JOIN busy b USING (pid, device_id) LEFT JOIN pinned p USING (device_id, kind)
+FROM grouped g LEFT JOIN steady_busy b USING (pid, device_id) LEFT JOIN pinned p USING (device_id, kind)
 ORDER BY g.total_ns DESC, g.pid, g.device_id, g.kind
