@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,5 +21,9 @@ needs_shared = pytest.mark.skipif(not H200.is_dir(), reason="../shared exports n
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Every test gets one session-wide cache folder, never the user's."""
-    monkeypatch.setenv("NSYS_DIAGNOSE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+    """Every test gets one cache folder for the whole run, never the user's. The pytest-xdist
+    workers of a run share it (their base folders have one parent), so each export is ingested
+    once per run, not once per worker; the cache's atomic renames make that safe."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    monkeypatch.setenv("NSYS_DIAGNOSE_CACHE_DIR", str(shared / "cache"))

@@ -3,22 +3,26 @@
 -- names matched once each (kernel_names), not once per kernel
 WITH names AS (SELECT name, regexp_matches(name, $elementwise_pattern, 'i') AS is_elementwise FROM kernel_names),
 steady AS (
-  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, s.steps,
-         s.end_ns - s.start_ns AS window_ns, n.is_elementwise
+  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, n.is_elementwise
   FROM kernels k JOIN names n USING (name) JOIN steady_state s ON s.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
+-- one pass over the kernels: per name, and per process and kind (the name's grouping bit set)
+grouped AS (
+  SELECT pid, device_id, is_elementwise, name, GROUPING(name) AS whole_kind,
+         any_value(short_name) AS short_name, count(*) AS instances, sum(duration_ns) AS total_ns,
+         median(duration_ns) FILTER (WHERE is_elementwise) AS median_ns
+  FROM steady GROUP BY GROUPING SETS ((pid, device_id, is_elementwise, name), (pid, device_id, is_elementwise))),
 per_process AS (
-  SELECT pid, device_id, any_value(steps) AS steps, any_value(window_ns) AS window_ns,
-         count(*) AS kernel_count, sum(duration_ns) AS kernel_ns,
-         count(*) FILTER (WHERE is_elementwise) AS ew_launches,
-         coalesce(sum(duration_ns) FILTER (WHERE is_elementwise), 0) AS ew_ns,
-         median(duration_ns) FILTER (WHERE is_elementwise) AS ew_median_ns,
-         count(DISTINCT name) FILTER (WHERE is_elementwise) AS ew_kernels
-  FROM steady GROUP BY ALL),
+  SELECT g.pid, g.device_id, any_value(s.steps) AS steps, any_value(s.end_ns - s.start_ns) AS window_ns,
+         sum(g.instances) AS kernel_count, sum(g.total_ns) AS kernel_ns,
+         coalesce(sum(g.instances) FILTER (WHERE g.is_elementwise), 0) AS ew_launches,
+         coalesce(sum(g.total_ns) FILTER (WHERE g.is_elementwise), 0) AS ew_ns,
+         any_value(g.median_ns) FILTER (WHERE g.is_elementwise) AS ew_median_ns
+  FROM grouped g JOIN steady_state s USING (pid) WHERE g.whole_kind = 1 GROUP BY g.pid, g.device_id),
 per_kernel AS (
-  SELECT pid, device_id, name, any_value(short_name) AS short_name, count(*) AS instances,
-         sum(duration_ns) AS total_ns, median(duration_ns) AS median_ns
-  FROM steady WHERE is_elementwise GROUP BY ALL),
+  SELECT pid, device_id, name, short_name, instances, total_ns, median_ns,
+         count(*) OVER (PARTITION BY pid, device_id) AS ew_kernels
+  FROM grouped WHERE whole_kind = 0 AND is_elementwise),
 labelled AS (
   -- "vectorized_elementwise_kernel" names the loop, not the op: add the functor it runs
   SELECT *, list_filter(regexp_extract_all(name, 'native::(?:<unnamed>::)?([A-Za-z_][A-Za-z0-9_]*)', 1),
@@ -33,7 +37,7 @@ SELECT l.pid, l.device_id, l.name,
        left(CASE WHEN l.op IS NULL OR l.op = l.short_name THEN coalesce(l.short_name, l.name)
                  ELSE l.short_name || '<' || l.op || '>' END, 120) AS display_name,
        l.instances, l.total_ns, l.median_ns, l.rank,
-       p.ew_kernels, p.ew_launches, p.ew_ns, p.ew_median_ns, p.kernel_count, p.kernel_ns,
+       l.ew_kernels, p.ew_launches, p.ew_ns, p.ew_median_ns, p.kernel_count, p.kernel_ns,
        b.busy_ns, round(100.0 * p.ew_ns / nullif(b.busy_ns, 0), 2) AS ew_share_pct,
        p.steps, round(p.ew_launches / nullif(p.steps, 0), 1) AS ew_launches_per_step,
        round(100.0 * b.busy_ns / nullif(p.window_ns, 0), 2) AS utilization_pct

@@ -4,16 +4,22 @@ WITH steady AS (
   SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, k.grid_size, k.block_size, d.sm_count
   FROM kernels k JOIN steady_state s ON s.pid = k.pid JOIN devices d ON d.device_id = k.device_id
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns AND d.sm_count > 0 AND k.grid_size > 0),
+-- one pass over the kernels: per (kernel, grid size); the process totals are sums of these
+-- groups, as a group's grid size is one number
+grouped AS (
+  SELECT pid, device_id, name, grid_size, any_value(short_name) AS short_name, any_value(sm_count) AS sm_count,
+         median(block_size) FILTER (WHERE grid_size < sm_count) AS median_block_size,
+         count(*) AS instances, sum(duration_ns) AS total_ns
+  FROM steady GROUP BY pid, device_id, name, grid_size),
 per_process AS (
-  SELECT pid, device_id, count(*) AS kernel_count, sum(duration_ns) AS kernel_ns,
+  SELECT pid, device_id, sum(instances) AS kernel_count, sum(total_ns) AS kernel_ns,
          -- SM time left idle: a grid of g blocks occupies at most g of the sm_count SMs
-         sum(duration_ns * (1 - least(grid_size, sm_count) / sm_count)) AS idle_sm_ns
-  FROM steady GROUP BY ALL),
+         sum(total_ns * (1 - least(grid_size, sm_count) / sm_count)) AS idle_sm_ns
+  FROM grouped GROUP BY ALL),
 small AS (
-  SELECT pid, device_id, name, any_value(short_name) AS short_name, grid_size, any_value(sm_count) AS sm_count,
-         median(block_size) AS median_block_size, count(*) AS instances, sum(duration_ns) AS total_ns,
-         sum(duration_ns * (1 - grid_size / sm_count)) AS kernel_idle_sm_ns
-  FROM steady WHERE grid_size < sm_count GROUP BY ALL),
+  SELECT pid, device_id, name, short_name, grid_size, sm_count, median_block_size, instances, total_ns,
+         total_ns * (1 - grid_size / sm_count) AS kernel_idle_sm_ns
+  FROM grouped WHERE grid_size < sm_count),
 ranked AS (
   SELECT *, sum(total_ns) OVER (PARTITION BY pid, device_id) AS small_ns,
          sum(instances) OVER (PARTITION BY pid, device_id) AS small_launches,
