@@ -23,7 +23,7 @@ from .reader import discover, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
-INGEST_MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "500MB")
+INGEST_MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "400MB")
 
 # source table -> alias of its src_* relation in normalize.sql
 ALIASES = {

@@ -16,7 +16,7 @@ SOURCES: dict[str, dict[str, str]] = {
     "StringIds": {"id": BIG, "value": TXT},
     "CUPTI_ACTIVITY_KIND_KERNEL": {
         **_GPU_OP,
-        "demangledName": BIG, "shortName": BIG, "mangledName": BIG,
+        "demangledName": BIG, "shortName": BIG,
         "gridX": BIG, "gridY": BIG, "gridZ": BIG, "blockX": BIG, "blockY": BIG, "blockZ": BIG,
         "registersPerThread": BIG, "staticSharedMemory": BIG, "dynamicSharedMemory": BIG,
         "graphId": BIG,

@@ -95,8 +95,8 @@ CREATE TABLE kernels AS
 SELECT nsys_pid(k.globalPid) AS pid, k.globalPid AS global_pid, k.deviceId AS device_id,
        k.contextId AS context_id, k.streamId AS stream_id, k.correlationId AS correlation_id,
        k.start AS start_ns, k."end" AS end_ns, k."end" - k.start AS duration_ns,
+       -- (no mangled name: no rule reads it, and a third string per kernel costs seconds at 1e7)
        coalesce(dn.value, sn.value, '[unnamed kernel]') AS name, coalesce(sn.value, dn.value) AS short_name,
-       mn.value AS mangled_name,
        k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z,
        k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z,
        k.gridX * k.gridY * k.gridZ AS grid_size, k.blockX * k.blockY * k.blockZ AS block_size,
@@ -110,7 +110,6 @@ FROM src_kernel k
 LEFT JOIN launches l ON l.global_pid = k.globalPid AND l.correlation_id = k.correlationId
 LEFT JOIN strings dn ON dn.id = k.demangledName
 LEFT JOIN strings sn ON sn.id = k.shortName
-LEFT JOIN strings mn ON mn.id = k.mangledName
 WHERE k.start > 0 AND k."end" >= k.start;
 
 CREATE TABLE memcpys AS
