@@ -23,7 +23,10 @@ from .reader import discover, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
-INGEST_MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "400MB")
+INGEST_MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "500MB")
+# An operator that cannot spill (some aggregates and joins) can still run out under the cap: the
+# ingest is then redone once with this much, rather than failing the export.
+RETRY_MEMORY_LIMIT = "4GB"
 
 # source table -> alias of its src_* relation in normalize.sql
 ALIASES = {
@@ -188,6 +191,16 @@ def _ingest_fingerprint() -> str:
 
 def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[str]]:
     """Ingest `path` into a new DuckDB file `out`. Returns (reader used, source tables present)."""
+    try:
+        return _build(path, out, reader_kind, INGEST_MEMORY_LIMIT)
+    except duckdb.OutOfMemoryException:
+        for leftover in (out, Path(str(out) + ".wal")):
+            leftover.unlink(missing_ok=True)
+        return _build(path, out, reader_kind, RETRY_MEMORY_LIMIT, last_try=True)
+
+
+def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
+           last_try: bool = False) -> tuple[str, list[str]]:
     tables = discover(path)
     if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
         raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
@@ -197,7 +210,7 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
         con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
         # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of
         # growing with the trace (a 1e7-kernel export stays under 1 GB of RSS).
-        con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
+        con.execute(f"SET memory_limit = '{memory_limit}'")
         # Freed memory goes back to the system promptly, so RSS stays near the limit above.
         con.execute("SET allocator_background_threads = true")
         con.execute("SET allocator_flush_threshold = '32MB'")
@@ -229,6 +242,8 @@ def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[s
         con.execute("CHECKPOINT")
         return reader.name, present
     except duckdb.Error as e:
+        if isinstance(e, duckdb.OutOfMemoryException) and not last_try:
+            raise
         hint = ""
         if isinstance(e, duckdb.TypeMismatchException) and reader_kind != "sqlite3":
             hint = " (try --reader sqlite3, which converts such values)"

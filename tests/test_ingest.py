@@ -58,3 +58,19 @@ def test_absent_tables_are_not_captured():
         assert trace.captured["kernels"] and not trace.captured["memcpys"] and not trace.captured["memsets"]
     finally:
         trace.close()
+
+
+def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
+    import analyzer.database as database
+    limits = []
+    real = database._build
+
+    def spy(path, out, reader_kind, memory_limit, last_try=False):
+        limits.append(memory_limit)
+        return real(path, out, reader_kind, memory_limit, last_try)
+
+    monkeypatch.setattr(database, "INGEST_MEMORY_LIMIT", "1MB")  # too little for any join
+    monkeypatch.setattr(database, "_build", spy)
+    report = analyze(FIXTURES / "exports" / "compute_fp32.sqlite", use_cache=False)
+    assert limits == ["1MB", database.RETRY_MEMORY_LIMIT]
+    assert report.metrics.kernel_count > 0  # the tables are whole (rules ran under the 1 MB cap too)
