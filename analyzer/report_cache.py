@@ -26,22 +26,27 @@ FORMAT = 1  # bump when what is stored changes shape
 
 @cache
 def code_fingerprint() -> str:
+    """The version and the code an analysis runs (the ingest SQL is in content_key already)."""
     h = hashlib.sha256(__version__.encode())
     root = resources.files("analyzer")
-    for sub in ("", "report"):
-        folder = root.joinpath(sub) if sub else root
-        for f in sorted(folder.iterdir(), key=lambda f: f.name):
-            if f.name.endswith((".py", ".sql")) or f.name == "sql":
-                if f.is_file():
-                    h.update(f.name.encode() + f.read_bytes())
+    for folder in (root, root.joinpath("report")):
+        for f in sorted((f for f in folder.iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
+            h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def rules_fingerprint(rules: dict[str, Rule]) -> str:
+    """Every rule's YAML and SQL as loaded, parameters included."""
+    h = hashlib.sha256()
+    for rule_id in sorted(rules):
+        h.update(rules[rule_id].model_dump_json().encode())
     return h.hexdigest()
 
 
 def report_key(path: Path, rules: dict[str, Rule], overrides: dict[str, dict[str, Any]],
                select: list[str] | None, reader: str, timeline: bool) -> str:
     parts = [FORMAT, code_fingerprint(), content_key(path), str(path), reader, timeline,
-             sorted(select) if select else None, overrides,
-             [rules[r].model_dump_json() for r in sorted(rules)]]
+             sorted(select) if select else None, overrides, rules_fingerprint(rules)]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

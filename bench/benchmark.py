@@ -35,8 +35,8 @@ NSYS_STATS = ["gpukernsum", "cudaapisum", "gpumemtimesum", "gpumemsizesum", "nvt
 NSYS_RULES = ["gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-async-memcpy"]
 
 # Runs in a child process, so that its peak RSS is one analysis alone. Times each stage of one
-# analyze() by wrapping the functions it calls: the ingest SQL per file (cold only: a cache hit
-# runs none), opening the trace, each rule, and the rest (metrics, ranking, Markdown).
+# analysis (open_trace + _report, the report cache bypassed): the ingest SQL per file (cold only:
+# a cache hit runs none), opening the trace, each rule, and the rest (metrics, ranking, Markdown).
 STAGES = r"""
 import json, sys, time
 from pathlib import Path
@@ -181,7 +181,7 @@ def main() -> None:
         lines.append(f"# {args.export} ({size / 1e9:.2f} GB, {kernels:,} kernels), {os.cpu_count()} cores, "
                      f"load average {out['load_before'][0]:.1f} before, {load[0]:.1f} after\n")
         sw = me["stages_warm"]["stage"]
-        pack = {"wall_s": sw["open_s"] + sw["rules_s"] + sw["report_s"], "cpu_s": float("nan"),
+        pack = {"wall_s": sw["open_s"] + sw["rules_s"] + sw["report_s"], "cpu_s": None,  # in process: no CPU figure
                 "rss_mb": me["stages_warm"]["rss_mb"], "rc": 0}
         me["rule_pack"] = pack
         rows = [("nsys-diagnose cold: first run, fresh caches (ingest + rules + report, whole process)", me["cold"]),
@@ -196,7 +196,8 @@ def main() -> None:
         lines.append("| run | wall s | CPU s | peak RSS MB |\n|---|---|---|---|")
         for name, r in rows:
             failed = "" if r["rc"] in (0, 1) else f" (failed: exit {r['rc']})"
-            lines.append(f"| {name}{failed} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['rss_mb']:.0f} |")
+            cpu = "-" if r["cpu_s"] is None else f"{r['cpu_s']:.2f}"
+            lines.append(f"| {name}{failed} | {r['wall_s']:.2f} | {cpu} | {r['rss_mb']:.0f} |")
         if theirs and theirs["stats gpukernsum"]["rc"] == 0:
             kern = theirs["stats gpukernsum"]["wall_s"]
             total = sum(r["wall_s"] for r in theirs.values() if r["rc"] == 0)

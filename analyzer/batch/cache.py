@@ -2,8 +2,8 @@
 
 The key covers the input's content identity (database.content_key: size, SQLite header and
 sampled blocks, plus the ingest SQL), its path (the report names it), the rules with their
-parameters, the output format and the tool version. A re-run of a folder therefore redoes only
-new or changed exports. Errors are not cached: a file that failed is tried again next time.
+parameters, the output format and the code (report_cache.code_fingerprint: the version and the
+analysis sources). A re-run of a folder therefore redoes only new or changed exports. Errors are not cached: a file that failed is tried again next time.
 """
 
 from __future__ import annotations
@@ -13,19 +13,12 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
-from .. import __version__
 from ..database import content_key, default_cache_dir
 from ..output import write_atomic
+from ..report_cache import code_fingerprint, rules_fingerprint
 from .work import Job, Outcome
 
 RESULT_FORMAT = 1  # bump when Outcome or the facts change shape
-
-
-def rules_fingerprint(job: Job) -> str:
-    h = hashlib.sha256()
-    for rule_id in sorted(job.rules):
-        h.update(job.rules[rule_id].model_dump_json().encode())
-    return h.hexdigest()
 
 
 def result_key(job: Job) -> str | None:
@@ -34,8 +27,8 @@ def result_key(job: Job) -> str | None:
         content = content_key(Path(job.path))
     except OSError:
         return None
-    parts = [RESULT_FORMAT, __version__, content, job.path, job.fmt, job.reader,
-             sorted(job.select) if job.select else None, job.overrides, rules_fingerprint(job)]
+    parts = [RESULT_FORMAT, code_fingerprint(), content, job.path, job.fmt, job.reader,
+             sorted(job.select) if job.select else None, job.overrides, rules_fingerprint(job.rules)]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
