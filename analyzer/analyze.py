@@ -8,7 +8,7 @@ from typing import Any
 
 from . import __version__
 from .catalog import load_rules
-from .database import Trace, default_cache_dir, open_trace
+from .database import Trace, default_cache_dir, open_trace, with_memory_retry
 from .engine import run_rule
 from .metrics import compute, export_info
 from .model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
@@ -50,8 +50,8 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
         if key and (cached := reports.get(key)):
             return cached
     trace = open_trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
-    try:
-        report = _report(trace, rules, overrides, select, timeline=timeline)
+    try:  # a rule retries on its own (engine.py); this covers the metrics and the timeline
+        report = with_memory_retry(trace.con, lambda: _report(trace, rules, overrides, select, timeline=timeline))
     finally:
         trace.close()
     if key:

@@ -23,9 +23,10 @@ from .reader import discover, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
-INGEST_MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "500MB")
+# DuckDB's memory cap for the ingest and for the rules' connection; beyond it, it spills to disk.
+MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "500MB")
 # An operator that cannot spill (some aggregates and joins) can still run out under the cap: the
-# ingest is then redone once with this much, rather than failing the export.
+# ingest, or the one query, is then redone once with this much, rather than failing.
 RETRY_MEMORY_LIMIT = "4GB"
 
 # source table -> alias of its src_* relation in normalize.sql
@@ -192,7 +193,7 @@ def _ingest_fingerprint() -> str:
 def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[str]]:
     """Ingest `path` into a new DuckDB file `out`. Returns (reader used, source tables present)."""
     try:
-        return _build(path, out, reader_kind, INGEST_MEMORY_LIMIT)
+        return _build(path, out, reader_kind, MEMORY_LIMIT)
     except duckdb.OutOfMemoryException:
         for leftover in (out, Path(str(out) + ".wal")):
             leftover.unlink(missing_ok=True)
@@ -262,10 +263,20 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False,
                                                             "autoload_known_extensions": False,
                                                             "autoinstall_known_extensions": False,
-                                                            "memory_limit": INGEST_MEMORY_LIMIT,
+                                                            "memory_limit": MEMORY_LIMIT,
                                                             "asof_loop_join_threshold": 0})
     con.execute("SET enable_progress_bar = false")  # see build()
     return con
+
+
+def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
+    """run(), redone once with RETRY_MEMORY_LIMIT on `con` if it ran out of memory under the cap.
+    The raised cap stays for the connection's later queries: they work on the same tables."""
+    try:
+        return run()
+    except duckdb.OutOfMemoryException:
+        con.execute(f"SET memory_limit = '{RETRY_MEMORY_LIMIT}'")
+        return run()
 
 
 def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,

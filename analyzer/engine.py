@@ -20,6 +20,7 @@ from typing import Any
 
 import duckdb
 
+from .database import with_memory_retry
 from .errors import UsageError
 from .model import Finding, Rule, RuleResult
 from .units import render
@@ -159,9 +160,11 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
         sql = _composed_sql(rule)
         used = check_composed(cursor, sql).named_parameters
         timer.start()
-        result = cursor.execute(sql, {k: v for k, v in params.items() if k in used})
-        names = [d[0] for d in result.description]
-        raw = result.fetchmany(MAX_RULE_ROWS + 1)
+
+        def query():
+            result = cursor.execute(sql, {k: v for k, v in params.items() if k in used})
+            return [d[0] for d in result.description], result.fetchmany(MAX_RULE_ROWS + 1)
+        names, raw = with_memory_retry(cursor, query)
         if len(raw) > MAX_RULE_ROWS:
             raise ValueError(f"more than {MAX_RULE_ROWS:,} result rows: a rule returns an evidence table, "
                              "aggregate in SQL")

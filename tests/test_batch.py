@@ -203,6 +203,33 @@ def test_a_worker_that_dies_fails_only_its_own_input(folder, tmp_path):
     assert rows["rank0"] == DIED and rows["rank2"] == "ok" and "malformed" in rows["rank1_corrupt"]
 
 
+def test_a_pool_that_breaks_between_submissions_loses_no_job(folder, tmp_path, monkeypatch):
+    # The race behind the test above: a worker dies while the parent hands out the next job, so
+    # submit() itself raises. The job must be handed to a fresh pool, not lost with the old one.
+    import analyzer.batch.run as run_module
+    real, pools = run_module._new_pool, []
+
+    def breaks_once(workers):
+        pool = real(workers)
+        if not pools:
+            submit, calls = pool.submit, []
+
+            def flaky(*args):
+                calls.append(args)
+                if len(calls) == 2:
+                    raise run_module.BrokenProcessPool("a worker died")
+                return submit(*args)
+            pool.submit = flaky
+        pools.append(pool)
+        return pool
+
+    monkeypatch.setattr(run_module, "_new_pool", breaks_once)
+    assert batch([folder / "job"], tmp_path, workers=2) == 2
+    rows = dict(duckdb.sql(f"SELECT name, coalesce(error, status) FROM '{tmp_path / 'reports.parquet'}'").fetchall())
+    assert rows["rank0"] == rows["rank2"] == "ok" and "malformed" in rows["rank1_corrupt"]
+    assert len(pools) >= 2
+
+
 def dies_on_rank0(job):
     if job.name == "rank0":
         os._exit(9)  # as a segfault or the OOM killer would end the process

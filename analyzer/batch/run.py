@@ -19,7 +19,7 @@ import sys
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from ..errors import UsageError
@@ -124,10 +124,16 @@ def _pool(jobs: list[Job], workers: int, work: Work) -> Iterator[Outcome]:
     running: dict[Future, Job] = {}
     try:
         while pending or running:
+            broken = False
             while pending and len(running) < workers:
                 job = pending.popleft()
-                running[pool.submit(_in_worker, work, job)] = job
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+                try:
+                    running[pool.submit(_in_worker, work, job)] = job
+                except BrokenProcessPool:  # a worker died since the last wait; this job never ran
+                    pending.appendleft(job)
+                    broken = True
+                    break
+            done, _ = wait(running, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
             suspects: list[Job] = []
             for f in done:
                 job = running.pop(f)
@@ -135,7 +141,7 @@ def _pool(jobs: list[Job], workers: int, work: Work) -> Iterator[Outcome]:
                     yield f.result()
                 except BrokenProcessPool:
                     suspects.append(job)
-            if suspects:  # the pool is broken: every other running job fails with it
+            if suspects or broken:  # the pool is broken: every other running job fails with it
                 for f, job in running.items():
                     try:
                         yield f.result()
