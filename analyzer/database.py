@@ -19,7 +19,7 @@ import duckdb
 
 from . import nsysrep, schema
 from .errors import InputError
-from .reader import discover, make_reader, sql_string
+from .reader import discover, ingest_config, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -205,7 +205,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
     tables = discover(path)
     if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
         raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
-    con = duckdb.connect(str(out))
+    con = duckdb.connect(str(out), config=ingest_config())
     try:
         con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
         con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
