@@ -7,7 +7,10 @@ pool; the jobs that were running then are re-run one by one in a fresh process, 
 input that kills its process is reported as an error and every other input still finishes.
 
 Stopping: local workers ignore SIGINT, so Ctrl-C reaches only this process, which stops
-handing out work and terminates the workers; the caller keeps what had finished.
+handing out work and terminates the workers; the caller keeps what had finished. While the pool
+runs, Ctrl-C only sets a flag that the wait loop turns into KeyboardInterrupt: raised wherever
+the main thread happened to be (inside concurrent.futures' locks), it could leave the pool's
+threads unable to shut down, and the process hung at exit.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -107,10 +112,37 @@ def _stop(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _isolated(job: Job, work: Work) -> Outcome:
+@contextmanager
+def _sigint_deferred() -> Iterator[list]:
+    """Ctrl-C appends to the yielded list instead of raising at an arbitrary point."""
+    hits: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield hits  # signals reach only the main thread: nothing to defer
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: hits.append(signum))
+    try:
+        yield hits
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _wait(futures, interrupted: list, return_when=FIRST_COMPLETED) -> set[Future]:
+    """concurrent.futures.wait in short slices, so that a deferred Ctrl-C is acted on at once."""
+    futures = list(futures)
+    while True:
+        done, not_done = wait(futures, timeout=0.1, return_when=return_when)
+        if interrupted:
+            raise KeyboardInterrupt
+        if not not_done or (done and return_when == FIRST_COMPLETED):
+            return done
+
+
+def _isolated(job: Job, work: Work, interrupted: list) -> Outcome:
     pool = _new_pool(1)
     try:
-        return pool.submit(_in_worker, work, job).result()
+        future = pool.submit(_in_worker, work, job)
+        _wait([future], interrupted)
+        return future.result()
     except BrokenProcessPool:
         return failed(job, DIED)
     finally:
@@ -118,6 +150,11 @@ def _isolated(job: Job, work: Work) -> Outcome:
 
 
 def _pool(jobs: list[Job], workers: int, work: Work) -> Iterator[Outcome]:
+    with _sigint_deferred() as interrupted:
+        yield from _pool_run(jobs, workers, work, interrupted)
+
+
+def _pool_run(jobs: list[Job], workers: int, work: Work, interrupted: list) -> Iterator[Outcome]:
     """At most `workers` jobs in flight, so that when the pool breaks we know the suspects."""
     pending = deque(jobs)
     pool = _new_pool(workers)
@@ -133,7 +170,7 @@ def _pool(jobs: list[Job], workers: int, work: Work) -> Iterator[Outcome]:
                     pending.appendleft(job)
                     broken = True
                     break
-            done, _ = wait(running, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
+            done = _wait(running, interrupted, ALL_COMPLETED if broken else FIRST_COMPLETED)
             suspects: list[Job] = []
             for f in done:
                 job = running.pop(f)
@@ -142,6 +179,7 @@ def _pool(jobs: list[Job], workers: int, work: Work) -> Iterator[Outcome]:
                 except BrokenProcessPool:
                     suspects.append(job)
             if suspects or broken:  # the pool is broken: every other running job fails with it
+                _wait(running, interrupted, ALL_COMPLETED)
                 for f, job in running.items():
                     try:
                         yield f.result()
@@ -150,7 +188,7 @@ def _pool(jobs: list[Job], workers: int, work: Work) -> Iterator[Outcome]:
                 running.clear()
                 _stop(pool)
                 for job in suspects:
-                    yield _isolated(job, work)
+                    yield _isolated(job, work, interrupted)
                 pool = _new_pool(workers)
     finally:
         _stop(pool)
