@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from . import nsysrep, schema
-from .errors import InputError
+from .errors import InputError, UsageError
 from .reader import discover, ingest_config, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
@@ -205,7 +205,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
     tables = discover(path)
     if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
         raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
-    con = duckdb.connect(str(out), config=ingest_config())
+    con = duckdb.connect(str(out), config=ingest_config() | thread_config())
     try:
         con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
         con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
@@ -264,9 +264,20 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
                                                             "autoload_known_extensions": False,
                                                             "autoinstall_known_extensions": False,
                                                             "memory_limit": MEMORY_LIMIT,
-                                                            "asof_loop_join_threshold": 0})
+                                                            "asof_loop_join_threshold": 0} | thread_config())
     con.execute("SET enable_progress_bar = false")  # see build()
     return con
+
+
+def thread_config() -> dict:
+    """DuckDB's threads per connection: all cores unless NSYS_DIAGNOSE_THREADS says (a batch
+    gives each of its worker processes a share, so that N workers do not run N x cores threads)."""
+    raw = os.environ.get("NSYS_DIAGNOSE_THREADS")
+    if raw is None:
+        return {}
+    if not (raw.isdigit() and int(raw) > 0):
+        raise UsageError(f"NSYS_DIAGNOSE_THREADS={raw!r}: expected a whole number of threads > 0")
+    return {"threads": int(raw)}
 
 
 def with_memory_retry(con: duckdb.DuckDBPyConnection, run):

@@ -12,6 +12,12 @@ PUBLIC = SHARED / "exports" / "public"
 FIXTURES = ROOT / "fixtures"
 
 
+# pytest-xdist runs one worker per core: each worker's DuckDB (and the CLIs it starts) then
+# keeps to one thread, instead of every worker running a thread per core (20% more CPU).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("NSYS_DIAGNOSE_THREADS", "1")
+
+
 def h200_names() -> list[str]:
     return sorted(p.stem for p in H200.glob("*.sqlite")) if H200.is_dir() else []
 

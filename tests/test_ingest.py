@@ -76,3 +76,16 @@ def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
     assert report.metrics.kernel_count > 0  # the tables are whole
     # the rules' connection starts at the same 1 MB cap: a query that runs out is redone with more
     assert not [r.id for r in report.rules if r.status == "error"]
+
+
+def test_threads_follow_the_environment(monkeypatch):
+    from analyzer.errors import UsageError
+    monkeypatch.setenv("NSYS_DIAGNOSE_THREADS", "1")
+    trace = open_trace(FIXTURES / "exports" / "compute_fp32.sqlite")
+    try:
+        assert trace.con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
+    finally:
+        trace.close()
+    monkeypatch.setenv("NSYS_DIAGNOSE_THREADS", "many")
+    with pytest.raises(UsageError, match="NSYS_DIAGNOSE_THREADS='many'"):
+        open_trace(FIXTURES / "exports" / "compute_fp32.sqlite")

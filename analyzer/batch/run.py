@@ -77,8 +77,9 @@ def _quiet_unraisable(info) -> None:
         sys.__unraisablehook__(info)
 
 
-def _worker_init() -> None:
+def _worker_init(threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.setdefault("NSYS_DIAGNOSE_THREADS", str(threads))  # database.thread_config
     signal.signal(signal.SIGTERM, _on_sigterm)
     sys.unraisablehook = _quiet_unraisable
 
@@ -96,8 +97,10 @@ def _in_worker(work: Work, job: Job) -> Outcome:
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     # spawn, not fork: the parent may hold DuckDB threads, and fork is unsafe with threads.
+    # Each worker's DuckDB gets its share of the cores, not a thread per core each.
+    threads = max(1, default_workers() // workers)
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_worker_init)
+                               initializer=_worker_init, initargs=(threads,))
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
