@@ -38,9 +38,10 @@ def export_command(nsys: str, report: Path, out: Path) -> list[str]:
     return [nsys, "export", "--type", "sqlite", "-o", str(out), str(report)]
 
 
-def report_key(path: Path) -> str:
-    """Identity of the report's content: size and 17 sampled 64 KiB blocks (as for exports)."""
-    h = hashlib.sha256(f"nsys-rep|{EXPORT_FORMAT}|".encode())
+def sampled_digest(path: Path, salt: str) -> str:
+    """Identity of a big file's content, cheap on 10 GB: its size and 17 sampled 64 KiB blocks
+    (16 spread over it and the last one), hashed after `salt`."""
+    h = hashlib.sha256(f"{salt}|".encode())
     size = path.stat().st_size
     h.update(f"{size}|".encode())
     with path.open("rb") as f:
@@ -48,6 +49,11 @@ def report_key(path: Path) -> str:
             f.seek(min(size, (size // 16) * i) if i < 16 else max(0, size - 65536))
             h.update(f.read(65536))
     return h.hexdigest()[:32]
+
+
+def report_key(path: Path) -> str:
+    """Identity of the report's content."""
+    return sampled_digest(path, f"nsys-rep|{EXPORT_FORMAT}")
 
 
 def _writable(folder: Path) -> bool:

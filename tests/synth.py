@@ -65,3 +65,15 @@ def expand(given: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 def export_from_yaml(yaml_path: Path, out: Path) -> Path:
     return write_export(expand(yaml.safe_load(yaml_path.read_text())), out)
+
+
+def union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Merged intervals; touching ones stay apart, as in the SQL (a new interval opens when an
+    operation starts after every earlier one has ended)."""
+    merged: list[list[int]] = []
+    for s, e in sorted(intervals):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return [(s, e) for s, e in merged]

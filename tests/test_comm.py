@@ -28,7 +28,7 @@ from analyzer.catalog import load_rules
 from analyzer.database import open_trace
 
 from .conftest import FIXTURES, H200, PUBLIC, h200_names
-from .synth import expand, write_export
+from .synth import expand, union, write_export
 
 RULES = load_rules()
 COMM_RULES = ["comm-share", "comm-exposed", "comm-collectives", "comm-rank-skew"]
@@ -47,16 +47,6 @@ NCCL_FN = re.compile(r"^nccl[A-Za-z0-9]*Kernel")
 def function_name(name: str, short_name: str | None) -> str:
     fn = (short_name or name).removeprefix("void ")
     return re.split(r"[(<]", fn, maxsplit=1)[0]
-
-
-def union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    merged: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return [(s, e) for s, e in merged]
 
 
 def overlap_ns(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:

@@ -32,7 +32,7 @@ from analyzer.database import open_trace
 from analyzer.engine import run_rule
 from analyzer.metrics import compute
 
-from .synth import write_export
+from .synth import union, write_export
 
 EXAMPLES = int(os.environ.get("NSYS_DIAGNOSE_PROPERTY_EXAMPLES", "8"))
 # Each example ingests an export (about half a second), so the suite's runs do not shrink a
@@ -112,18 +112,6 @@ def tables(trace: dict) -> dict[str, list[dict]]:
 
 def valid(start, end) -> bool:
     return start is not None and end is not None and start > 0 and end >= start
-
-
-def union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Merged intervals; touching ones stay apart, as in the SQL (a new interval opens when an
-    operation starts after every earlier one has ended)."""
-    merged: list[list[int]] = []
-    for s, e in sorted(intervals):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    return [(s, e) for s, e in merged]
 
 
 def oracle(trace: dict) -> dict:
