@@ -103,3 +103,19 @@ def test_user_rule_folder(tmp_path):
     (rules / "many-kernels.yaml").write_text((rules / "many-kernels.yaml").read_text() + "sevrity: info\n")
     r = run("rules", "--rules", tmp_path / "myrules")
     assert r.returncode == 2 and "many-kernels.yaml:14" in r.stderr and "unknown key" in r.stderr
+
+
+def test_ctrl_c_while_starting_up_is_one_line(monkeypatch, capsys):
+    import analyzer.main as entry
+
+    class Interrupted:  # Ctrl-C arriving while the CLI's modules are being imported
+        def find_spec(self, name, path=None, target=None):
+            if name == "analyzer.cli":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "analyzer.cli", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupted(), *sys.meta_path])
+    with pytest.raises(SystemExit) as stop:
+        entry.main()
+    assert stop.value.code == 130 and capsys.readouterr().err == "nsys-diagnose: interrupted\n"
