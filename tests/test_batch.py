@@ -230,6 +230,36 @@ def test_a_pool_that_breaks_between_submissions_loses_no_job(folder, tmp_path, m
     assert len(pools) >= 2
 
 
+PARTIAL_RESULT = """
+import os, struct, sys, time
+from pathlib import Path
+from analyzer.batch import run
+
+def half_sent(marker):  # a worker killed while sending its result: the message stops midway
+    frame = sys._getframe()
+    while "result_queue" not in frame.f_locals:
+        frame = frame.f_back
+    os.write(frame.f_locals["result_queue"]._writer.fileno(), struct.pack("!i", 1 << 20) + b"x" * 10)
+    Path(marker).touch()
+    time.sleep(60)
+
+if __name__ == "__main__":
+    pool = run._new_pool(1)
+    pool.submit(half_sent, sys.argv[1])
+    while not os.path.exists(sys.argv[1]):
+        time.sleep(0.05)
+    run._stop(pool)
+"""
+
+
+def test_a_worker_killed_mid_message_does_not_hang_the_exit(tmp_path):
+    script = tmp_path / "partial.py"
+    script.write_text(PARTIAL_RESULT)
+    r = subprocess.run([sys.executable, script, tmp_path / "sent"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=30, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+
+
 def dies_on_rank0(job):
     if job.name == "rank0":
         os._exit(9)  # as a segfault or the OOM killer would end the process

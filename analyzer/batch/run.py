@@ -112,6 +112,14 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         p.join(timeout=5)
         if p.is_alive():
             p.kill()
+    # A worker killed while sending its result leaves the pool's manager thread blocked reading
+    # the rest of the message, and the interpreter joins that thread at exit: the process hung.
+    # Closing this end's copy of the writer turns the read into EOF; the queue feeding the
+    # workers is not waited for either (it may be blocked writing to them).
+    if (results := getattr(pool, "_result_queue", None)) is not None:
+        results._writer.close()
+    if (calls := getattr(pool, "_call_queue", None)) is not None:
+        calls.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
 
 
