@@ -222,11 +222,10 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
             for stmt in _statements(text):
                 con.execute(stmt)
         present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
-        con.execute("CREATE TABLE captured(view_name VARCHAR, captured BOOLEAN)")
-        con.executemany("INSERT INTO captured VALUES (?, ?)",
-                        [(v, (not srcs) or any(s in tables for s in srcs)) for v, srcs in VIEW_SOURCES.items()])
-        con.execute("CREATE TABLE source_tables(name VARCHAR)")
-        con.executemany("INSERT INTO source_tables VALUES (?)", [(t,) for t in sorted(tables)])
+        # one statement per table, not executemany's one per row (~45 ms on every ingest)
+        con.execute("CREATE TABLE captured AS SELECT unnest(?::VARCHAR[]) AS view_name, unnest(?::BOOLEAN[]) AS captured",
+                    [list(VIEW_SOURCES), [(not srcs) or any(s in tables for s in srcs) for srcs in VIEW_SOURCES.values()]])
+        con.execute("CREATE TABLE source_tables AS SELECT unnest(?::VARCHAR[]) AS name", [sorted(tables)])
         con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
         con.execute("INSERT INTO ingest_info VALUES (?, ?)", [reader.name, CACHE_FORMAT])
         fmt = schema.detect_format(tables)  # decided from the columns present, so it is kept here
