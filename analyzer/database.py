@@ -7,6 +7,7 @@ Rules always run on a read-only connection with DuckDB's external access disable
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -14,6 +15,7 @@ import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 
@@ -282,6 +284,32 @@ def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
         return run()
 
 
+def _open_cached(db: Path) -> duckdb.DuckDBPyConnection | None:
+    if not db.exists():
+        return None
+    try:
+        return _open_readonly(db)
+    except duckdb.Error:
+        db.unlink(missing_ok=True)  # a cache from another duckdb or a torn write: rebuild
+        return None
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """An exclusive lock on `lock` (a small file left in the cache folder), where the OS has one."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no wait; both build, and the atomic rename keeps one result
+        yield
+        return
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,
                reader: str = "auto") -> Trace:
     p = Path(path)
@@ -303,21 +331,25 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
             use_cache = False
     if use_cache:
         db = cache_dir / f"{content_key(p)}.duckdb"
-        if db.exists():
-            try:
-                con = _open_readonly(db)
-                from_cache = True
-            except duckdb.Error:
-                db.unlink(missing_ok=True)  # a cache from another duckdb or a torn write: rebuild
-        if not from_cache:
-            tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
-            try:
-                build(p, tmp, reader)
-                os.replace(tmp, db)
-            finally:
-                tmp.unlink(missing_ok=True)
-                Path(str(tmp) + ".wal").unlink(missing_ok=True)
-            con = _open_readonly(db)
+        con = _open_cached(db)
+        if con is None:
+            # A second process on the same export waits for the first one's ingest (minutes and
+            # a GB on a big export) instead of doing it again, then opens its result.
+            with _exclusive(db.with_name(f".{db.stem}.lock")):
+                con = _open_cached(db)
+                if con is None:
+                    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+                    try:
+                        build(p, tmp, reader)
+                        os.replace(tmp, db)
+                    finally:
+                        tmp.unlink(missing_ok=True)
+                        Path(str(tmp) + ".wal").unlink(missing_ok=True)
+                    con = _open_readonly(db)
+                else:
+                    from_cache = True
+        else:
+            from_cache = True
     else:
         fd, name = tempfile.mkstemp(suffix=".duckdb", prefix="nsys-diagnose-")
         os.close(fd)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 
+import subprocess
+import sys
+import time
+
 import pytest
 
 from analyzer.analyze import analyze
 from analyzer.database import open_trace
 
-from .conftest import FIXTURES, H200, h200_names, needs_shared
+from .conftest import FIXTURES, H200, ROOT, h200_names, needs_shared
 
 TABLES = ["kernels", "memcpys", "memsets", "api_calls", "syncs", "nvtx_ranges", "graph_launches",
           "gpu_busy", "device_busy", "devices", "processes", "threads", "memory_events", "osrt_calls"]
@@ -89,3 +93,27 @@ def test_threads_follow_the_environment(monkeypatch):
     monkeypatch.setenv("NSYS_DIAGNOSE_THREADS", "many")
     with pytest.raises(UsageError, match="NSYS_DIAGNOSE_THREADS='many'"):
         open_trace(FIXTURES / "exports" / "compute_fp32.sqlite")
+
+
+CONCURRENT_OPEN = """
+import os, sys, time
+from pathlib import Path
+from analyzer.database import open_trace
+while not os.path.exists(sys.argv[3]):  # both processes start the open together
+    time.sleep(0.01)
+trace = open_trace(sys.argv[1], cache_dir=Path(sys.argv[2]))
+print(trace.from_cache)
+trace.close()
+"""
+
+
+def test_a_second_process_waits_for_the_first_ones_ingest(tmp_path):
+    script, go = tmp_path / "open.py", tmp_path / "go"
+    script.write_text(CONCURRENT_OPEN)
+    args = [sys.executable, script, FIXTURES / "exports" / "dataloader_bound.sqlite", tmp_path / "cache", go]
+    procs = [subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    time.sleep(1.0)  # both have imported and wait
+    go.touch()
+    outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
+    assert outs == ["False", "True"]  # one ingested, the other opened its result
+    assert len(list((tmp_path / "cache").glob("*.duckdb"))) == 1
