@@ -202,6 +202,19 @@ def test_driver_only_traces_join_kernels_to_driver_launches(tmp_path):
     assert kernels == [("cuLaunchKernel", 2)] and calls == [("driver", "launch", 2)]
 
 
+def test_query_calls_are_never_taken_for_launches(tmp_path):
+    """A query such as cuKernelGetName starts no GPU work: it is categorized as one, and a GPU
+    operation whose only correlated call is a query has no launch (not the query as its launch)."""
+    t = launches(1)
+    t["StringIds"] = t["StringIds"] + [{"id": 90, "value": "cuKernelGetName"}]
+    t["CUPTI_ACTIVITY_KIND_RUNTIME"] += [api(30_000_000, 30_001_000, 7, name_id=90, event_class=1)]
+    t["CUPTI_ACTIVITY_KIND_KERNEL"] += [kernel(31_000_000, 32_000_000, 7)]
+    calls, kernels = fetch(t, tmp_path, "SELECT api, category FROM api_calls ORDER BY api",
+                           "SELECT correlation_id, launch_api FROM kernels ORDER BY correlation_id")
+    assert calls == [("cuKernelGetName", "query"), ("cudaLaunchKernel", "launch")]
+    assert kernels == [(1, "cudaLaunchKernel"), (7, None)]
+
+
 # --- devices ----------------------------------------------------------------------------------------
 
 def gpu(id_, cu_device, name, bus, **over) -> dict:

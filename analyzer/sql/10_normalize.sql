@@ -52,7 +52,16 @@ INSERT INTO api_categories VALUES
   (10, 'cudaStream%', 'stream'), (10, 'cuStream%', 'stream'),
   (11, 'cudaGraph%', 'graph'), (11, 'cuGraph%', 'graph'),
   (12, 'cuCtx%', 'context'), (12, 'cuDevicePrimaryCtx%', 'context'), (12, 'cuInit%', 'context'),
-  (12, 'cudaSetDevice%', 'context'), (12, 'cudaDeviceReset%', 'context');
+  (12, 'cudaSetDevice%', 'context'), (12, 'cudaDeviceReset%', 'context'),
+  -- queries, which never start GPU work: the launch lookup below leaves them out (in the H200
+  -- launch_bound export, cuKernelGetName comes once per kernel launch: half of all API calls)
+  (13, 'cuKernelGet%', 'query'), (13, 'cuFuncGetAttribute%', 'query'), (13, 'cudaFuncGetAttributes%', 'query'),
+  (13, 'cuGetProcAddress%', 'query'), (13, 'cudaGetLastError%', 'query'), (13, 'cudaPeekAtLastError%', 'query'),
+  (13, 'cudaGetDevice%', 'query'), (13, 'cudaDeviceGet%', 'query'), (13, 'cuDeviceGet%', 'query'),
+  (13, 'cudaOccupancy%', 'query'), (13, 'cuOccupancy%', 'query'),
+  (13, 'cudaPointerGetAttribute%', 'query'), (13, 'cuPointerGetAttribute%', 'query'),
+  (13, 'cudaGetErrorString%', 'query'), (13, 'cuGetError%', 'query'),
+  (13, 'cudaDriverGetVersion%', 'query'), (13, 'cudaRuntimeGetVersion%', 'query'), (13, 'cuDriverGetVersion%', 'query');
 
 CREATE TEMP TABLE api_names AS
   SELECT n.id AS name_id, n.value AS raw_name, api_base_name(n.value) AS api,
