@@ -280,7 +280,11 @@ def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
     try:
         return run()
     except duckdb.OutOfMemoryException:
+        limit = "SELECT current_setting('memory_limit')"
+        before = con.execute(limit).fetchone()[0]
         con.execute(f"SET memory_limit = '{RETRY_MEMORY_LIMIT}'")
+        if con.execute(limit).fetchone()[0] == before:
+            raise  # already at the retry cap (an earlier query raised it): it would fail again
         return run()
 
 
@@ -292,6 +296,25 @@ def _open_cached(db: Path) -> duckdb.DuckDBPyConnection | None:
     except duckdb.Error:
         db.unlink(missing_ok=True)  # a cache from another duckdb or a torn write: rebuild
         return None
+
+
+def _open_or_build(db: Path, export: Path, reader: str) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    """The cache database `db` of `export`, ingested first if absent: (connection, was cached)."""
+    if (con := _open_cached(db)) is not None:
+        return con, True
+    # A second process on the same export waits for the first one's ingest (minutes and a GB
+    # on a big export) instead of doing it again, then opens its result.
+    with _exclusive(db.with_name(f".{db.stem}.lock")):
+        if (con := _open_cached(db)) is not None:
+            return con, True
+        tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+        try:
+            build(export, tmp, reader)
+            os.replace(tmp, db)
+        finally:
+            tmp.unlink(missing_ok=True)
+            Path(str(tmp) + ".wal").unlink(missing_ok=True)
+        return _open_readonly(db), False
 
 
 @contextlib.contextmanager
@@ -331,25 +354,7 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
             use_cache = False
     if use_cache:
         db = cache_dir / f"{content_key(p)}.duckdb"
-        con = _open_cached(db)
-        if con is None:
-            # A second process on the same export waits for the first one's ingest (minutes and
-            # a GB on a big export) instead of doing it again, then opens its result.
-            with _exclusive(db.with_name(f".{db.stem}.lock")):
-                con = _open_cached(db)
-                if con is None:
-                    tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
-                    try:
-                        build(p, tmp, reader)
-                        os.replace(tmp, db)
-                    finally:
-                        tmp.unlink(missing_ok=True)
-                        Path(str(tmp) + ".wal").unlink(missing_ok=True)
-                    con = _open_readonly(db)
-                else:
-                    from_cache = True
-        else:
-            from_cache = True
+        con, from_cache = _open_or_build(db, p, reader)
     else:
         fd, name = tempfile.mkstemp(suffix=".duckdb", prefix="nsys-diagnose-")
         os.close(fd)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-
 import subprocess
 import sys
 import time
@@ -117,3 +116,21 @@ def test_a_second_process_waits_for_the_first_ones_ingest(tmp_path):
     outs = sorted(p.communicate(timeout=60)[0].strip() for p in procs)
     assert outs == ["False", "True"]  # one ingested, the other opened its result
     assert len(list((tmp_path / "cache").glob("*.duckdb"))) == 1
+
+
+def test_a_query_is_redone_with_more_memory_once_and_not_at_the_retry_cap():
+    import duckdb
+
+    from analyzer.database import with_memory_retry
+    calls = []
+
+    def out_of_memory():
+        calls.append(1)
+        raise duckdb.OutOfMemoryException("out of memory")
+
+    con = duckdb.connect(config={"memory_limit": "100MB"})
+    for expected_calls in (2, 1):  # under the cap: redone once; then at the retry cap: not again
+        calls.clear()
+        with pytest.raises(duckdb.OutOfMemoryException):
+            with_memory_retry(con, out_of_memory)
+        assert len(calls) == expected_calls
