@@ -1,3 +1,3 @@
-from .main import main
+from nsys_diagnose.main import main
 
 main()

@@ -6,15 +6,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .catalog import load_rules
-from .database import Trace, default_cache_dir, open_trace, with_memory_retry
-from .engine import run_rule
-from .metrics import compute, export_info
-from .model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
-from .report import timeline as timeline_bins
-from .report_cache import ReportCache, report_key
-from .units import pct
+from nsys_diagnose import __version__
+from nsys_diagnose.analyses import timeline as timeline_bins
+from nsys_diagnose.analyses.metrics import compute, export_info
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
+from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.ingest.database import (
+    Trace,
+    default_cache_dir,
+    open_trace,
+    with_memory_retry,
+)
+from nsys_diagnose.report_cache import ReportCache, report_key
+from nsys_diagnose.units import pct
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
@@ -51,7 +56,7 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             return cached
     trace = open_trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
     try:  # a rule retries on its own (engine.py); this covers the metrics and the timeline
-        report = with_memory_retry(trace.con, lambda: _report(trace, rules, overrides, select, timeline=timeline))
+        report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline))
     finally:
         trace.close()
     if key:
@@ -59,8 +64,8 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
     return report
 
 
-def _report(trace: Trace, rules: dict[str, Rule], overrides, select, *, timeline: bool = False) -> Report:
-    """timeline=True adds the binned timeline the HTML report draws (report/timeline.py)."""
+def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *, timeline: bool = False) -> Report:
+    """timeline=True adds the binned timeline the HTML report draws (analyses/timeline.py)."""
     con = trace.con
     chosen = [r for r in rules.values() if not select or r.id in select]
     results = [run_rule(con, r, overrides.get(r.id, {}), trace.captured) for r in chosen]

@@ -10,22 +10,17 @@ import sys
 from pathlib import Path
 
 import click
+from nsys_diagnose import __version__
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.batch.options import batch_options, is_batch, run_batch
+from nsys_diagnose.compare.command import compare_command
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.model import SEVERITY_RANK, Report
+from nsys_diagnose.engine.runner import parse_overrides
+from nsys_diagnose.errors import DiagnoseError, UsageError
+from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
+from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
 
-from . import __version__
-from .analyze import analyze
-from .batch.options import batch_options, is_batch, run_batch
-from .catalog import load_rules
-from .compare.command import compare_command
-from .engine import parse_overrides
-from .errors import DiagnoseError, UsageError
-from .model import SEVERITY_RANK, Report
-from .output import refuse_overwriting_inputs, write_atomic
-from .report import html as html_report
-from .report import json as json_report
-from .report import markdown
-
-FORMATS = {"md": markdown.render, "json": json_report.render, "html": html_report.render}
-NEEDS_TIMELINE = {"html"}  # formats that draw the binned timeline (computed while the trace is open)
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 

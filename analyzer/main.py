@@ -8,7 +8,7 @@ import sys
 
 def main() -> None:
     try:
-        from .cli import main as run
+        from nsys_diagnose.cli import main as run
     except KeyboardInterrupt:
         print("nsys-diagnose: interrupted", file=sys.stderr)
         sys.exit(130)

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import UsageError
+from nsys_diagnose.errors import UsageError
 
 _UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
 os.umask(_UMASK)

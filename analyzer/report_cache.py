@@ -16,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .database import content_key
-from .model import Report, Rule, Timeline
-from .output import write_atomic
+from nsys_diagnose import __version__
+from nsys_diagnose.engine.model import Report, Rule, Timeline
+from nsys_diagnose.ingest.database import content_key
+from nsys_diagnose.output import write_atomic
 
 FORMAT = 1  # bump when what is stored changes shape
 
@@ -28,10 +28,9 @@ FORMAT = 1  # bump when what is stored changes shape
 def code_fingerprint() -> str:
     """The version and the code an analysis runs (the ingest SQL is in content_key already)."""
     h = hashlib.sha256(__version__.encode())
-    root = resources.files("analyzer")
-    for folder in (root, root.joinpath("report")):
-        for f in sorted((f for f in folder.iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
-            h.update(f.name.encode() + f.read_bytes())
+    root = Path(str(resources.files("nsys_diagnose")))
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + f.read_bytes())
     return h.hexdigest()
 
 

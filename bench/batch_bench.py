@@ -5,7 +5,7 @@
 
 The folder holds N symbolic links named r000.sqlite ... cycling over the real exports (the H200
 set in ../shared/exports/h200-nsys2025.3 when present, and fixtures/exports). Each run is the
-real command, `python -m analyzer DIR -o OUT -j J --no-cache`, so every report is ingested and
+real command, `python -m nsys_diagnose DIR -o OUT -j J --no-cache`, so every report is ingested and
 analyzed from scratch (links to the same file would otherwise share the ingest cache). Then
 the incremental case: the same folder twice with the caches on (cold, then warm), and with
 --dask the same batch on a local Dask cluster of J worker processes. Each parallel result is
@@ -57,7 +57,7 @@ def run(folder: Path, out: Path, *extra: str) -> tuple[float, float]:
     shutil.rmtree(out, ignore_errors=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "analyzer", str(folder), "-o", str(out), *extra],
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", str(folder), "-o", str(out), *extra],
                        cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

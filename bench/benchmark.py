@@ -42,9 +42,10 @@ import json, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 import duckdb
-from analyzer import analyze as A, database as D
-from analyzer.catalog import load_rules
-from analyzer.report import markdown
+from nsys_diagnose import analyze as A
+from nsys_diagnose.ingest import database as D
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.report import markdown
 rules = load_rules()
 imports = time.perf_counter() - t0
 owner = {s: name for name, text in D._sql_files() for s in D._statements(text)}
@@ -100,7 +101,7 @@ def run(cmd: list[str], cwd: Path | None = None) -> dict:
 
 
 def cli(path: Path, cache: Path) -> list[str]:
-    return [sys.executable, "-m", "analyzer", str(path), "--cache-dir", str(cache), "--format", "json",
+    return [sys.executable, "-m", "nsys_diagnose", str(path), "--cache-dir", str(cache), "--format", "json",
             "-o", os.devnull]
 
 

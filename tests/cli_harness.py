@@ -1,7 +1,7 @@
 """Run the command line as users run it, bounded in time, in a subprocess or in-process.
 
-`run_cli` starts `python -m analyzer` (the real process: interpreter, exit code, stderr).
-`call_cli` runs the same entry point, `analyzer.cli.main`, in a worker thread of this process:
+`run_cli` starts `python -m nsys_diagnose` (the real process: interpreter, exit code, stderr).
+`call_cli` runs the same entry point, `nsys_diagnose.cli.main`, in a worker thread of this process:
 it skips the interpreter start-up (about half a second each) and still fails, instead of
 stalling the suite, when a run does not finish within the timeout.
 """
@@ -31,13 +31,13 @@ class Result:
 
 def run_cli(*args, env: dict | None = None, user: int | None = None, timeout: float = TIMEOUT_S) -> Result:
     preexec = (lambda: os.setuid(user)) if user is not None else None
-    r = subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", *map(str, args)], capture_output=True, text=True,
                        cwd=ROOT, timeout=timeout, preexec_fn=preexec, env={**os.environ, **(env or {})})
     return Result(r.returncode, r.stdout, r.stderr)
 
 
 def call_cli(*args, timeout: float = TIMEOUT_S) -> Result:
-    from analyzer import cli
+    from nsys_diagnose import cli
 
     out, err, code = io.StringIO(), io.StringIO(), []
 

@@ -112,7 +112,7 @@ def test_not_a_regular_file(tmp_path, kind):
 
 def _unprivileged_python_works() -> bool:
     try:
-        probe = subprocess.run([sys.executable, "-c", "import analyzer.cli"], cwd=ROOT, capture_output=True,
+        probe = subprocess.run([sys.executable, "-c", "import nsys_diagnose.cli"], cwd=ROOT, capture_output=True,
                                preexec_fn=lambda: os.setuid(65534), timeout=TIMEOUT_S)
     except OSError:  # e.g. the interpreter lives under /root, which uid 65534 cannot enter
         return False

@@ -9,19 +9,17 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
-
-from analyzer.batch import ranks
-from analyzer.batch.command import run_batch
-from analyzer.batch.discover import discover, unique_names
-from analyzer.batch.run import DIED
-from analyzer.batch.work import analyze_job, command_line
-from analyzer.catalog import load_rules
+from nsys_diagnose.batch import ranks
+from nsys_diagnose.batch.command import run_batch
+from nsys_diagnose.batch.discover import discover, unique_names
+from nsys_diagnose.batch.run import DIED
+from nsys_diagnose.batch.work import analyze_job, command_line
+from nsys_diagnose.engine.catalog import load_rules
 
 from .conftest import FIXTURES, ROOT
 from .synth import write_export
@@ -174,7 +172,7 @@ def test_bad_file_in_the_middle_is_an_error_row_and_the_rest_finish(serial, fold
 
 def test_reports_match_the_single_file_command(serial, folder):
     _, out = serial
-    r = subprocess.run([sys.executable, "-m", "analyzer", folder / "real" / "dataloader_bound.sqlite", "--no-cache"],
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", folder / "real" / "dataloader_bound.sqlite", "--no-cache"],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert (out / "dataloader_bound.md").read_text() == r.stdout
@@ -206,7 +204,7 @@ def test_a_worker_that_dies_fails_only_its_own_input(folder, tmp_path):
 def test_a_pool_that_breaks_between_submissions_loses_no_job(folder, tmp_path, monkeypatch):
     # The race behind the test above: a worker dies while the parent hands out the next job, so
     # submit() itself raises. The job must be handed to a fresh pool, not lost with the old one.
-    import analyzer.batch.run as run_module
+    import nsys_diagnose.batch.run as run_module
     real, pools = run_module._new_pool, []
 
     def breaks_once(workers):
@@ -233,7 +231,7 @@ def test_a_pool_that_breaks_between_submissions_loses_no_job(folder, tmp_path, m
 PARTIAL_RESULT = """
 import os, struct, sys, time
 from pathlib import Path
-from analyzer.batch import run
+from nsys_diagnose.batch import run
 
 def half_sent(marker):  # a worker killed while sending its result: the message stops midway
     frame = sys._getframe()
@@ -284,7 +282,7 @@ def test_ctrl_c_on_the_cli_stops_the_pool_and_writes_the_summary(tmp_path):
     inputs.mkdir()
     for i in range(6):
         (inputs / f"r{i:02d}.sqlite").symlink_to(EXPORTS / "compute_fp32.sqlite")
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer", inputs, "-o", tmp_path / "out", "-j", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "nsys_diagnose", inputs, "-o", tmp_path / "out", "-j", "2",
                              "--no-cache"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stderr.readline()
     assert "ok" in first, first + proc.stderr.read()
@@ -385,7 +383,7 @@ def test_ranks_by_kernel_set_when_no_command_and_by_steps_when_all_have_them():
 
 def test_cli_batch_over_a_glob_plain_progress_and_exit_codes(folder, tmp_path):
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "analyzer", str(folder / "job" / "rank[02].sqlite"), "-o", out,
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", str(folder / "job" / "rank[02].sqlite"), "-o", out,
                         "-j", "2", "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"2 analyzed, 0 failed, 0 skipped: {out / 'summary.md'}"
@@ -394,7 +392,7 @@ def test_cli_batch_over_a_glob_plain_progress_and_exit_codes(folder, tmp_path):
     written = {p.name for p in out.iterdir()} - {"index.html"}  # the HTML index, where report/html_index.py is
     assert written == {"findings.parquet", "rank0.json", "rank0.md", "rank2.json", "rank2.md", "reports.parquet",
                        "summary.md"}
-    r = subprocess.run([sys.executable, "-m", "analyzer", folder / "job" / "rank1_corrupt.sqlite", folder / "job" / "notes.txt",
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", folder / "job" / "rank1_corrupt.sqlite", folder / "job" / "notes.txt",
                         "-o", out, "--fail-on", "never"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines()[-1].endswith(f"2 of 2 input(s) failed, none analyzed (see {out / 'summary.md'})")
@@ -408,6 +406,6 @@ def test_cli_batch_errors_are_one_line(tmp_path):
     (tmp_path / "file").write_text("x")
     for args, needle in (([empty], "is a directory with no exports"), ([EXPORTS, "-o", tmp_path / "file"], "a batch writes into a folder"),
                          ([EXPORTS, "--executor", "dask"], "needs --scheduler")):
-        r = subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "nsys_diagnose", *map(str, args)], capture_output=True, text=True,
                            cwd=ROOT, timeout=60)
         assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

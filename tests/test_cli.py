@@ -14,7 +14,7 @@ EXPORT = FIXTURES / "exports" / "dataloader_bound.sqlite"
 
 
 def run(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "nsys_diagnose", *map(str, args)], capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=120)
 
 
@@ -106,15 +106,15 @@ def test_user_rule_folder(tmp_path):
 
 
 def test_ctrl_c_while_starting_up_is_one_line(monkeypatch, capsys):
-    import analyzer.main as entry
+    import nsys_diagnose.main as entry
 
     class Interrupted:  # Ctrl-C arriving while the CLI's modules are being imported
         def find_spec(self, name, path=None, target=None):
-            if name == "analyzer.cli":
+            if name == "nsys_diagnose.cli":
                 raise KeyboardInterrupt
             return None
 
-    monkeypatch.delitem(sys.modules, "analyzer.cli", raising=False)
+    monkeypatch.delitem(sys.modules, "nsys_diagnose.cli", raising=False)
     monkeypatch.setattr(sys, "meta_path", [Interrupted(), *sys.meta_path])
     with pytest.raises(SystemExit) as stop:
         entry.main()

@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from analyzer.analyze import analyze
-from analyzer.catalog import load_rules
-from analyzer.database import open_trace
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES, H200, PUBLIC, h200_names
 from .synth import expand, union, write_export

@@ -13,11 +13,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from analyzer.catalog import load_rules
-from analyzer.cli import main
-from analyzer.compare import VERDICTS, compare
-from analyzer.compare.stats import _exact_u_cdf, block_resample, mann_whitney, median_change_ci
+from nsys_diagnose.cli import main
+from nsys_diagnose.compare import VERDICTS, compare
+from nsys_diagnose.compare.stats import (
+    _exact_u_cdf,
+    block_resample,
+    mann_whitney,
+    median_change_ci,
+)
+from nsys_diagnose.engine.catalog import load_rules
 
 from .conftest import H200, ROOT, h200_names, needs_shared
 from .synth import write_export
@@ -27,7 +31,7 @@ RULES = load_rules()
 
 def run_cli(*args) -> subprocess.CompletedProcess:
     """As a user runs it: a real process."""
-    return subprocess.run([sys.executable, "-m", "analyzer", "compare", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "nsys_diagnose", "compare", *map(str, args)], capture_output=True,
                           text=True, cwd=ROOT, timeout=120)
 
 

@@ -9,9 +9,8 @@ tables and columns: there the rules must skip or pass, never error.
 from __future__ import annotations
 
 import pytest
-
-from analyzer.analyze import analyze
-from analyzer.catalog import load_rules
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.engine.catalog import load_rules
 
 from .conftest import H200, PUBLIC, h200_names, needs_shared
 

@@ -20,12 +20,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
-from analyzer.analyze import analyze
-from analyzer.catalog import load_rules
-from analyzer.database import open_trace
-from analyzer.report import html, html_index, timeline
-from analyzer.report import json as json_report
+from nsys_diagnose.analyses import timeline
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.report import html, html_index
+from nsys_diagnose.report import json as json_report
 
 from .conftest import FIXTURES, H200, ROOT, needs_shared
 from .synth import write_export
@@ -41,7 +41,7 @@ HOSTILE_NVTX = "outer <b>&\"'"
 
 
 def run_cli(*args, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "nsys_diagnose", *map(str, args)], capture_output=True, text=True,
                           cwd=ROOT, timeout=timeout)
 
 

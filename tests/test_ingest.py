@@ -8,9 +8,8 @@ import sys
 import time
 
 import pytest
-
-from analyzer.analyze import analyze
-from analyzer.database import open_trace
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES, H200, ROOT, h200_names, needs_shared
 
@@ -64,7 +63,7 @@ def test_absent_tables_are_not_captured():
 
 
 def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
-    import analyzer.database as database
+    import nsys_diagnose.ingest.database as database
     limits = []
     real = database._build
 
@@ -82,7 +81,7 @@ def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
 
 
 def test_threads_follow_the_environment(monkeypatch):
-    from analyzer.errors import UsageError
+    from nsys_diagnose.errors import UsageError
     monkeypatch.setenv("NSYS_DIAGNOSE_THREADS", "1")
     trace = open_trace(FIXTURES / "exports" / "compute_fp32.sqlite")
     try:
@@ -97,7 +96,7 @@ def test_threads_follow_the_environment(monkeypatch):
 CONCURRENT_OPEN = """
 import os, sys, time
 from pathlib import Path
-from analyzer.database import open_trace
+from nsys_diagnose.ingest.database import open_trace
 while not os.path.exists(sys.argv[3]):  # both processes start the open together
     time.sleep(0.01)
 trace = open_trace(sys.argv[1], cache_dir=Path(sys.argv[2]))
@@ -120,8 +119,7 @@ def test_a_second_process_waits_for_the_first_ones_ingest(tmp_path):
 
 def test_a_query_is_redone_with_more_memory_once_and_not_at_the_retry_cap():
     import duckdb
-
-    from analyzer.database import with_memory_retry
+    from nsys_diagnose.ingest.database import with_memory_retry
     calls = []
 
     def out_of_memory():

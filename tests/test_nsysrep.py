@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from analyzer.analyze import analyze
-from analyzer.errors import InputError
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.errors import InputError
 
 from .conftest import FIXTURES, ROOT
 
@@ -107,7 +106,7 @@ def test_failed_export_is_one_line_with_what_nsys_said(report, tmp_path, monkeyp
 
 
 def test_without_nsys_one_line_says_which_command_to_run(report, no_nsys):
-    r = subprocess.run([sys.executable, "-m", "analyzer", str(report)], capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", str(report)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and r.stdout == ""
     (line,) = r.stderr.strip().splitlines()
     assert line == (f"nsys-diagnose: {report}: is an Nsight Systems report and `nsys` is not on PATH to export "

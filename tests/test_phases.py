@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from analyzer.database import open_trace
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import H200, needs_shared
 from .synth import expand, write_export
@@ -244,7 +243,7 @@ def test_idle_gap_causes_classify_the_launching_threads_state(tmp_path):
 
 @pytest.fixture(scope="module")
 def h200_reports():
-    from analyzer.analyze import analyze
+    from nsys_diagnose.analyze import analyze
 
     return {name: analyze(H200 / f"{name}.sqlite") for name in sorted(H200_STEPS) + ["multiproc"]}
 

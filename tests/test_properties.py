@@ -25,12 +25,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from analyzer.analyze import analyze
-from analyzer.catalog import load_rules
-from analyzer.database import open_trace
-from analyzer.engine import run_rule
-from analyzer.metrics import compute
+from nsys_diagnose.analyses.metrics import compute
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.ingest.database import open_trace
 
 from .synth import union, write_export
 

@@ -15,15 +15,13 @@ import sqlite3
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
-
-from analyzer.analyze import analyze
-from analyzer.catalog import load_rules
-from analyzer.database import open_trace
-from analyzer.engine import run_rule
-from analyzer.model import Report
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.model import Report
+from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import PUBLIC, ROOT
 
@@ -350,7 +348,7 @@ def test_no_gpu_activity_gives_a_clear_report_and_exit_0(name):
     status = {x.id: x.status for x in r.rules}
     assert all(s in ("passed", "skipped") for s in status.values()), status
     assert status["hot-kernels"] == status["gpu-idle-gaps"] == "skipped"
-    done = subprocess.run([sys.executable, "-m", "analyzer", str(PUBLIC / f"{name}.sqlite")],
+    done = subprocess.run([sys.executable, "-m", "nsys_diagnose", str(PUBLIC / f"{name}.sqlite")],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[2] == f"**{r.headline}**"

@@ -7,10 +7,9 @@ import re
 from collections import defaultdict
 
 import pytest
-
-from analyzer.catalog import load_rules
-from analyzer.database import open_trace
-from analyzer.engine import run_rule
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import H200, h200_names, needs_shared
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import shutil
 
-from analyzer import analyze as analyze_module
-from analyzer.analyze import analyze
-from analyzer.database import open_trace
+from nsys_diagnose import analyze as analyze_module
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-
-from analyzer.catalog import builtin_rules_dir, load_rules
-from analyzer.database import open_trace
-from analyzer.engine import check_sql
+from nsys_diagnose.engine.catalog import builtin_rules_dir, load_rules
+from nsys_diagnose.engine.runner import check_sql
+from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES
 

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from analyzer.analyze import analyze
-from analyzer.catalog import load_rules
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.engine.catalog import load_rules
 
 from .conftest import FIXTURES
 from .synth import expand, write_export

@@ -10,12 +10,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
-from analyzer.analyze import analyze
-from analyzer.database import open_trace
-from analyzer.reader import discover
-from analyzer.report import markdown
-from analyzer.schema import detect_format
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.ingest.reader import discover
+from nsys_diagnose.ingest.schema import detect_format
+from nsys_diagnose.report import markdown
 
 from .synth import write_export
 

@@ -19,14 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from analyzer import engine
-from analyzer.catalog import load_rule, load_rules
-from analyzer.database import open_trace
-from analyzer.engine import run_rule
-from analyzer.errors import RuleSpecError, UsageError
-from analyzer.output import refuse_overwriting_inputs, write_atomic
-from analyzer.reader import scanner_extension_path
+from nsys_diagnose.engine import runner as engine
+from nsys_diagnose.engine.catalog import load_rule, load_rules
+from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.errors import RuleSpecError, UsageError
+from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.ingest.reader import scanner_extension_path
+from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
 
 from .cli_harness import assert_one_line_error, call_cli, run_cli
 from .conftest import FIXTURES

@@ -13,10 +13,10 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
-from ..database import content_key, default_cache_dir
-from ..output import write_atomic
-from ..report_cache import code_fingerprint, rules_fingerprint
-from .work import Job, Outcome
+from nsys_diagnose.batch.work import Job, Outcome
+from nsys_diagnose.ingest.database import content_key, default_cache_dir
+from nsys_diagnose.output import write_atomic
+from nsys_diagnose.report_cache import code_fingerprint, rules_fingerprint
 
 RESULT_FORMAT = 1  # bump when Outcome or the facts change shape
 

@@ -14,16 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-from ..errors import UsageError
-from ..model import SEVERITY_RANK, Rule
-from ..output import write_atomic
-from . import ranks, summary
-from .cache import ResultCache, result_key
-from .discover import Found, discover
-from .progress import progress
-from .run import Work, check_dask, run_jobs
-from .work import Job, Outcome, analyze_job
+from nsys_diagnose.batch import ranks, summary
+from nsys_diagnose.batch.cache import ResultCache, result_key
+from nsys_diagnose.batch.discover import Found, discover
+from nsys_diagnose.batch.progress import progress
+from nsys_diagnose.batch.run import Work, check_dask, run_jobs
+from nsys_diagnose.batch.work import Job, Outcome, analyze_job
+from nsys_diagnose.engine.model import SEVERITY_RANK, Rule
+from nsys_diagnose.errors import UsageError
+from nsys_diagnose.output import write_atomic
 
 DEFAULT_OUTPUT = Path("nsys-diagnose-out")
 

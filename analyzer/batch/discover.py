@@ -27,7 +27,9 @@ class Found:
 
 def nsys_on_path() -> bool:
     try:
-        from ..nsysrep import find_nsys  # honours $NSYS_DIAGNOSE_NSYS
+        from nsys_diagnose.ingest.nsysrep import (
+            find_nsys,  # honours $NSYS_DIAGNOSE_NSYS
+        )
     except ImportError:
         return shutil.which("nsys") is not None
     return find_nsys() is not None

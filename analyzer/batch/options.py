@@ -27,5 +27,5 @@ def batch_options(f):
 
 
 def run_batch(paths, **options) -> int:
-    from .command import run_batch as run
+    from nsys_diagnose.batch.command import run_batch as run
     return run(paths, **options)

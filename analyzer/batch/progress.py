@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from .work import Outcome
+from nsys_diagnose.batch.work import Outcome
 
 
 class PlainLines:
@@ -31,8 +31,14 @@ class PlainLines:
 class RichBar:
     def __init__(self, total: int, stream: TextIO):
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         self.console = Console(file=stream)
         self.bar = Progress(TextColumn("[bold]analyzing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.description}"),

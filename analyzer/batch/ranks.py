@@ -18,7 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..units import duration, pct
+from nsys_diagnose.units import duration, pct
 
 STEP_SLOWER_PCT = 10.0
 BUSY_BELOW_POINTS = 10.0

@@ -23,12 +23,18 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    ALL_COMPLETED,
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
-from ..errors import UsageError
-from .work import Job, Outcome, analyze_job, failed
+from nsys_diagnose.batch.work import Job, Outcome, analyze_job, failed
+from nsys_diagnose.errors import UsageError
 
 Work = Callable[[Job], Outcome]
 DIED = "the analysis process died while reading this file (a crash, or killed for memory)"

@@ -16,13 +16,12 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from .. import __version__
-from ..output import write_atomic
-from ..report import html_index
-from ..units import duration, pct
-from .ranks import Job
-from .work import Outcome
+from nsys_diagnose import __version__
+from nsys_diagnose.batch.ranks import Job
+from nsys_diagnose.batch.work import Outcome
+from nsys_diagnose.output import write_atomic
+from nsys_diagnose.report import html_index
+from nsys_diagnose.units import duration, pct
 
 I64, F64, STR, BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
 METRIC_TYPES = {  # the JSON contract's scalars; later metrics are added with inferred types

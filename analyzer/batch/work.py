@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
-from ..analyze import _report as report_from_trace  # analyze() minus open/close: we query the trace too
-from ..database import open_trace
-from ..errors import DiagnoseError, InputError
-from ..model import Rule
-from ..report import json as json_report
+from nsys_diagnose.analyze import (
+    report_from_trace,  # analyze() minus open/close: we query the trace too
+)
+from nsys_diagnose.engine.model import Rule
+from nsys_diagnose.errors import DiagnoseError, InputError
+from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.report import json as json_report
+from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,10 @@ def failed(job: Job, reason: str, seconds: float = 0.0) -> Outcome:
 
 
 def renderer(fmt: str):
-    from ..cli import FORMATS  # late: cli imports the batch package; formats live there
     return FORMATS[fmt]
 
 
 def needs_timeline(fmt: str) -> bool:
-    from ..cli import NEEDS_TIMELINE  # late, as in renderer()
     return fmt in NEEDS_TIMELINE
 
 

@@ -8,7 +8,7 @@ deltas.py      metric, kernel, API, transfer, NVTX and findings deltas
 comparison.py  the pipeline; render.py: Markdown, JSON, JUnit
 """
 
-from .comparison import VERDICTS, Comparison, compare
-from .verdict import Settings
+from nsys_diagnose.compare.comparison import VERDICTS, Comparison, compare
+from nsys_diagnose.compare.verdict import Settings
 
 __all__ = ["VERDICTS", "Comparison", "Settings", "compare"]

@@ -6,15 +6,14 @@ import sys
 from pathlib import Path
 
 import click
-
-from .. import nsysrep
-from ..catalog import load_rules
-from ..database import check_input
-from ..engine import parse_overrides
-from ..output import refuse_overwriting_inputs, write_atomic
-from .comparison import compare
-from .render import FORMATS
-from .verdict import Settings
+from nsys_diagnose.compare.comparison import compare
+from nsys_diagnose.compare.render import FORMATS
+from nsys_diagnose.compare.verdict import Settings
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.runner import parse_overrides
+from nsys_diagnose.ingest import nsysrep
+from nsys_diagnose.ingest.database import check_input
+from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
 
 
 @click.command("compare")

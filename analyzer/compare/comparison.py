@@ -8,14 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..analyze import analyze
-from ..catalog import load_rules
-from ..database import open_trace
-from ..model import Report, Rule
-from ..units import duration
-from . import deltas, preflight, steps
-from .verdict import Settings, StepComparison, compare_steps, overall
+from nsys_diagnose import __version__
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.compare import deltas, preflight, steps
+from nsys_diagnose.compare.verdict import (
+    Settings,
+    StepComparison,
+    compare_steps,
+    overall,
+)
+from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.model import Report, Rule
+from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.units import duration
 
 VERDICTS = ("improved", "regressed", "no-change", "not-comparable", "inconclusive")
 

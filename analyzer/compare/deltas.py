@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from statistics import median
 
 import duckdb
-
-from ..model import Finding, Report
-from .stats import mann_whitney
-from .steps import StepSeries
+from nsys_diagnose.compare.stats import mann_whitney
+from nsys_diagnose.compare.steps import StepSeries
+from nsys_diagnose.engine.model import Finding, Report
 
 # Per-step totals of GPU work, API calls and NVTX ranges, by the step they were issued in.
 _STEPS = """

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
-from ..units import duration, pct
-from .comparison import Comparison
-from .deltas import ItemDelta, MetricDelta
+from nsys_diagnose.compare.comparison import Comparison
+from nsys_diagnose.compare.deltas import ItemDelta, MetricDelta
+from nsys_diagnose.units import duration, pct
 
 SCHEMA_VERSION = 1
 ITEM_LISTS = {"kernels": ("kernel", "graph"), "transfers": ("transfer",), "apis": ("api",), "nvtx": ("nvtx",)}

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
-from .stats import mad, mann_whitney, median_change_ci
-from .steps import StepSeries
+from nsys_diagnose.compare.stats import mad, mann_whitney, median_change_ci
+from nsys_diagnose.compare.steps import StepSeries
 
 
 @dataclass(frozen=True)

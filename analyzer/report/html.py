@@ -15,11 +15,11 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ..model import Finding, Report, RuleResult
-from ..units import duration, pct, size, timestamp
-from . import markdown
-from .html_assets import CSS, JS
-from .timeline import NvtxLane, SteadyWindow, Timeline, UtilTrack
+from nsys_diagnose.analyses.timeline import NvtxLane, SteadyWindow, Timeline, UtilTrack
+from nsys_diagnose.engine.model import Finding, Report, RuleResult
+from nsys_diagnose.report import markdown
+from nsys_diagnose.report.html_assets import CSS, JS
+from nsys_diagnose.units import duration, pct, size, timestamp
 
 CHART_ROWS = 10
 NAME_CHARS = 200      # longer names are cut in cells; the whole name stays in the tooltip

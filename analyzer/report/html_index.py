@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .. import __version__
-from ..output import write_atomic
-from ..units import duration, pct
-from .html import clipped, esc, page
+from nsys_diagnose import __version__
+from nsys_diagnose.output import write_atomic
+from nsys_diagnose.report.html import clipped, esc, page
+from nsys_diagnose.units import duration, pct
 
 INDEX_CSS = """
 td.util { min-width: 150px; }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..model import Report
+from nsys_diagnose.engine.model import Report
 
 
 def render(report: Report) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..model import Report, RuleResult
-from ..schema import FLAVOURS
-from ..units import SPECS, duration, pct
+from nsys_diagnose.engine.model import Report, RuleResult
+from nsys_diagnose.ingest.schema import FLAVOURS
+from nsys_diagnose.units import SPECS, duration, pct
 
 TABLE_ROWS = 10
 # Names come from the traced program: newlines would break the Markdown, a carriage return or an

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from .errors import InputError
+from nsys_diagnose.errors import InputError
 
 SUFFIXES = (".nsys-rep", ".qdrep")  # .qdrep: the report's name before nsys 2021.4
 EXPORT_FORMAT = 1  # bump when the export command changes (e.g. new flags): old exports are redone

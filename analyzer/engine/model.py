@@ -6,8 +6,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .report.timeline import Timeline
-
 Severity = Literal["info", "warning", "error"]
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -128,6 +126,51 @@ class InputInfo(BaseModel):
     features: list[str] = []
     derived: dict[str, Any] | None = None  # a time-window slice of another export: origin, window
     sqlite_path: str | None = None  # the cached SQLite export, when `path` is a .nsys-rep
+
+
+# The binned timeline the HTML report draws (analyses/timeline.py computes it).
+class UtilTrack(BaseModel):
+    device_id: int
+    pid: int | None = None          # None: the whole device
+    label: str
+    busy_ns: int
+    util: list[int]                 # per bin: busy share of the bin, per mille (0..1000)
+
+
+class Segment(BaseModel):
+    start_ns: int
+    end_ns: int
+    name: str
+    coverage: float                 # share of the segment covered by ranges (0..1; 1 for a single range)
+    ranges: int = 1                 # ranges merged into the segment (those starting in it)
+
+
+class NvtxLane(BaseModel):
+    pid: int
+    tid: int
+    thread: str | None = None
+    depth: int
+    segments: list[Segment]
+
+
+class SteadyWindow(BaseModel):
+    pid: int
+    start_ns: int
+    end_ns: int
+    startup_ns: int | None = None
+    method: str | None = None
+
+
+class Timeline(BaseModel):
+    start_ns: int
+    end_ns: int
+    bin_ns: int
+    bins: int
+    devices: list[UtilTrack] = []
+    lanes: list[NvtxLane] = []
+    hidden_threads: int = 0         # threads with NVTX ranges beyond MAX_THREADS, not drawn
+    steady: list[SteadyWindow] = []
+    seconds: float = 0.0            # time taken to compute it
 
 
 class Report(BaseModel):

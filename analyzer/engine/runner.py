@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
-from .database import with_memory_retry
-from .errors import UsageError
-from .model import Finding, Rule, RuleResult
-from .units import render
+from nsys_diagnose.engine.model import Finding, Rule, RuleResult
+from nsys_diagnose.errors import UsageError
+from nsys_diagnose.ingest.database import with_memory_retry
+from nsys_diagnose.units import render
 
 PY_TYPES = {"int": int, "float": float, "str": str}
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides

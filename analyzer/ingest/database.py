@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Iterator
 
 import duckdb
-
-from . import nsysrep, schema
-from .errors import InputError, UsageError
-from .reader import discover, ingest_config, make_reader, sql_string
+from nsys_diagnose.errors import InputError, UsageError
+from nsys_diagnose.ingest import nsysrep, schema
+from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 
 CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -167,8 +166,8 @@ def default_cache_dir() -> Path:
 
 
 def _sql_files() -> list[tuple[str, str]]:
-    """The ingest SQL files of analyzer/sql/, in name order (10_normalize.sql first)."""
-    folder = resources.files("analyzer").joinpath("sql")
+    """The SQL library files of analyses/sql/, in name order (10_normalize.sql first)."""
+    folder = resources.files("nsys_diagnose.analyses").joinpath("sql")
     return sorted((f.name, f.read_text()) for f in folder.iterdir() if f.name.endswith(".sql"))
 
 

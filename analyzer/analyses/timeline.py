@@ -16,57 +16,19 @@ from __future__ import annotations
 import time
 
 import duckdb
-from pydantic import BaseModel
+from nsys_diagnose.engine.model import (
+    NvtxLane,
+    Segment,
+    SteadyWindow,
+    Timeline,
+    UtilTrack,
+)
 
 BINS = 2000          # bins across the window: zooming in 20x still leaves 100 bins on screen
 NVTX_DEPTHS = 2      # top-level ranges and their children: "rank0 > Model Computation" needs both
 MAX_THREADS = 8      # NVTX lanes shown: the threads with the most top-level NVTX time
 MAX_PROCESS_ROWS = 4  # per-process rows under a device that several processes share
 EXACT_RANGES = 300   # a lane with at most this many ranges is drawn range by range, else binned
-
-
-class UtilTrack(BaseModel):
-    device_id: int
-    pid: int | None = None          # None: the whole device
-    label: str
-    busy_ns: int
-    util: list[int]                 # per bin: busy share of the bin, per mille (0..1000)
-
-
-class Segment(BaseModel):
-    start_ns: int
-    end_ns: int
-    name: str
-    coverage: float                 # share of the segment covered by ranges (0..1; 1 for a single range)
-    ranges: int = 1                 # ranges merged into the segment (those starting in it)
-
-
-class NvtxLane(BaseModel):
-    pid: int
-    tid: int
-    thread: str | None = None
-    depth: int
-    segments: list[Segment]
-
-
-class SteadyWindow(BaseModel):
-    pid: int
-    start_ns: int
-    end_ns: int
-    startup_ns: int | None = None
-    method: str | None = None
-
-
-class Timeline(BaseModel):
-    start_ns: int
-    end_ns: int
-    bin_ns: int
-    bins: int
-    devices: list[UtilTrack] = []
-    lanes: list[NvtxLane] = []
-    hidden_threads: int = 0         # threads with NVTX ranges beyond MAX_THREADS, not drawn
-    steady: list[SteadyWindow] = []
-    seconds: float = 0.0            # time taken to compute it
 
 
 def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:

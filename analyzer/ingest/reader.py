@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import duckdb
-
-from .errors import InputError
+from nsys_diagnose.errors import InputError
 
 BATCH_ROWS = 65536
 _SQLITE_CAST = {"BIGINT": "INTEGER", "VARCHAR": "TEXT", "DOUBLE": "REAL"}

@@ -6,8 +6,7 @@ import re
 from typing import Any
 
 import duckdb
-
-from .model import DeviceMetrics, Metrics, ProcessMetrics
+from nsys_diagnose.engine.model import DeviceMetrics, Metrics, ProcessMetrics
 
 
 def _pct(part: int, whole: int) -> float:

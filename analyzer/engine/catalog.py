@@ -6,14 +6,13 @@ from importlib import resources
 from pathlib import Path
 
 import yaml
+from nsys_diagnose.engine.model import Rule
+from nsys_diagnose.errors import RuleSpecError
 from pydantic import ValidationError
-
-from .errors import RuleSpecError
-from .model import Rule
 
 
 def builtin_rules_dir() -> Path:
-    return Path(str(resources.files("rules")))
+    return Path(str(resources.files("nsys_diagnose.rules")))
 
 
 def _line_of(node: yaml.Node, loc: tuple) -> int | None:
