@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from nsys_diagnose import __version__
+from nsys_diagnose.analyses import budget as step_budget
 from nsys_diagnose.analyses import timeline as timeline_bins
 from nsys_diagnose.analyses.metrics import compute, export_info
+from nsys_diagnose.engine import claims
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
 from nsys_diagnose.engine.runner import run_rule
@@ -23,15 +25,18 @@ from nsys_diagnose.units import pct
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
-    """Most severe first, then by the time at stake."""
-    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], -(f.impact_ns or 0)))
+    """Most severe first; then those drawn on the steady state's budget, by the time a fix can give
+    back; then the others (start-up, whole-trace summaries) by their time at stake."""
+    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.recoverable_ns is None,
+                                           -(f.recoverable_ns if f.recoverable_ns is not None else f.impact_ns or 0)))
 
 
-def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bool) -> str:
+def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bool, lead=None) -> str:
     if not has_gpu:
         return ("No CUDA activity was captured: the export has no kernels, memory copies or memsets"
                 + (" (CUDA API calls were traced, but none ran work on a GPU)." if has_api else "."))
-    busy = f"the GPU is busy {pct(metrics.gpu_utilization_pct)} of the trace window"
+    busy = (f"the GPU is busy {pct(lead.busy_pct)} of the steady state" if lead is not None
+            else f"the GPU is busy {pct(metrics.gpu_utilization_pct)} of the trace window")
     if report_findings and report_findings[0].severity != "info":
         return report_findings[0].message
     if report_findings:  # only notes: say so first, so a healthy run does not read as a problem
@@ -70,7 +75,9 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     chosen = [r for r in rules.values() if not select or r.id in select]
     results = [run_rule(con, r, overrides.get(r.id, {}), trace.captured) for r in chosen]
     metrics = compute(con)
-    findings = rank([f for r in results for f in r.findings])
+    budget, steady = step_budget.compute(con)
+    findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady))
+    lead = step_budget.primary(steady)
     origin = export_info(con)
     given = trace.report or trace.path  # a .nsys-rep is reported as given, not as its export
     has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
@@ -80,6 +87,7 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
         input=InputInfo(path=str(given), size_bytes=given.stat().st_size, reader=trace.reader,
                         from_cache=trace.from_cache, **origin,
                         sqlite_path=str(trace.path) if trace.report and trace.path.exists() else None),
-        headline=headline(findings, metrics, has_gpu, metrics.api_count > 0),
-        metrics=metrics, findings=findings, rules=results,
+        headline=headline(findings, metrics, has_gpu, metrics.api_count > 0, lead),
+        metrics=metrics, findings=findings, rules=results, budget=budget, steady=steady,
+        steady_utilization_pct=lead.busy_pct if lead else None, step_median_ns=lead.step_median_ns if lead else None,
         timeline=timeline_bins.compute(con) if timeline else None)

@@ -186,7 +186,7 @@ def test_launch_graphs_improves_launch_bound_and_names_the_launch_api(h200):
     assert "cudaLaunchKernel" in c.summary and "CUDA graph replays" in c.summary
     util = {m.id: m for m in c.steady}["step_utilization_pct"]
     assert util.before < 20 and util.after > 90
-    assert "cuda-api-overhead" in {f.rule_id for f in c.findings["persisting"] + c.findings["resolved"]}
+    assert "launch-bound-loop" in {f.rule_id for f in c.findings["resolved"]}
 
 
 @needs_shared

@@ -28,6 +28,23 @@ class Docs(Strict):
     references: list[str] = []
 
 
+class AdvicePart(Strict):
+    text: str
+    when: str | None = Field(None, description="SQL boolean expression over the result columns; "
+                                                "the part is given only where it holds")
+
+
+class Claim(Strict):
+    """The slice of the step-time budget (40_budget.sql) a rule's findings draw their time from."""
+    kind: Literal["gpu", "idle"]
+    causes: list[str] = Field(default_factory=list, description="budget causes (GPU classes or idle "
+                              "causes); '*' for every cause of the kind")
+    cause_column: str | None = Field(None, description="result column holding one more budget cause")
+    host_waits: bool = Field(False, description="the host blocks until this GPU work ends (a synchronous "
+                             "copy), so it is on the critical path even when the step is host-bound")
+    place: str | None = Field(None, description="result column naming the NVTX range the slice is in")
+
+
 class FindingSpec(Strict):
     when: str = Field(description="SQL boolean expression over the rule's result columns")
     message: str = Field(description="template over result columns, e.g. {total_ns:dur}")
@@ -35,6 +52,7 @@ class FindingSpec(Strict):
     impact_ns: str | None = Field(None, description="result column: time at stake, ranks findings")
     fix: str | None = None
     limit: int = 10
+    claims: Claim | None = None
 
 
 class Rule(Strict):
@@ -52,18 +70,33 @@ class Rule(Strict):
     findings: list[FindingSpec] = []
     display: list[str] = Field(default_factory=list, description="columns shown in Markdown tables")
     rows_limit: int = 50
+    advice: list[AdvicePart] = Field(default_factory=list, description="the fix, in parts conditioned "
+                                     "on the finding's row; replaces docs.fix in findings when given")
     # filled by the catalog, not by YAML authors
     sql: str = ""
     source: str = ""
+
+
+class Related(BaseModel):
+    """A finding merged into another because both draw on the same slice of the budget."""
+    rule_id: str
+    message: str
+    impact_ns: int | None = None
 
 
 class Finding(BaseModel):
     rule_id: str
     severity: Severity
     message: str
-    impact_ns: int | None = None
+    impact_ns: int | None = None       # the rule's own estimate of the time at stake
+    # the part of impact_ns that the step-time budget holds: what fixing it can give back
+    recoverable_ns: int | None = None
+    claim: str | None = None           # the budget slice drawn on, in words
+    note: str | None = None            # why the severity was lowered, or what the estimate assumes
     fix: str
     evidence: dict[str, Any] = {}
+    related: list[Related] = []
+    claims: Claim | None = Field(default=None, exclude=True)  # its spec's, for engine/claims.py
 
 
 class RuleResult(BaseModel):
@@ -173,12 +206,46 @@ class Timeline(BaseModel):
     seconds: float = 0.0            # time taken to compute it
 
 
+class BudgetRow(BaseModel):
+    """One slice of a (device, process)'s steady state; a (device, pid)'s rows add up to window_ns."""
+    device_id: int
+    pid: int
+    kind: Literal["gpu", "idle"]
+    cause: str                          # GPU class, or the host cause of idle time
+    place: str | None = None            # the NVTX range the host was in (idle rows)
+    ns: int
+    pct: float                          # of the steady-state window
+
+
+class SteadyState(BaseModel):
+    """A (device, process)'s steady state in figures and its verdict."""
+    device_id: int
+    pid: int
+    start_ns: int
+    end_ns: int
+    window_ns: int
+    steps: int | None = None
+    step_median_ns: int | None = None   # median host-side step in the window
+    step_mean_ns: int | None = None     # the window over its steps
+    busy_ns: int
+    busy_pct: float
+    idle_ns: int
+    bound: Literal["gpu-bound", "host-bound", "mixed"]
+    method: str | None = None           # how the window was found (steps, after-module-loading, ...)
+    summary: str                        # the budget in one line
+
+
 class Report(BaseModel):
-    schema_version: int = 1
+    schema_version: int = 2
     tool: dict[str, str]
     input: InputInfo
     headline: str
     metrics: Metrics
+    # the steady state of the busiest (device, process): its GPU busy share and median step
+    steady_utilization_pct: float | None = None
+    step_median_ns: int | None = None
+    steady: list[SteadyState] = []
+    budget: list[BudgetRow] = []
     findings: list[Finding]
     rules: list[RuleResult]
     # binned timeline for the HTML report (analyze(..., timeline=True)); not part of the JSON

@@ -107,7 +107,17 @@ def missing_inputs(rule: Rule, captured: dict[str, bool]) -> list[str]:
 def _composed_sql(rule: Rule) -> str:
     body = rule.sql.strip().rstrip(";")
     flags = "".join(f", ({spec.when}) AS __finding_{i}" for i, spec in enumerate(rule.findings))
+    flags += "".join(f", coalesce(({part.when}), false) AS __advice_{i}" for i, part in enumerate(rule.advice) if part.when)
     return f"SELECT *{flags} FROM (\n{body}\n) AS rule_rows"
+
+
+def advice(rule: Rule, row: dict[str, Any], evidence: dict[str, Any]) -> str:
+    """The fix for one finding: the rule's advice parts whose condition holds on its row (a part
+    the trace shows is already done is left out), or the rule's general fix."""
+    if not rule.advice:
+        return rule.docs.fix
+    parts = [render(p.text, evidence) for i, p in enumerate(rule.advice) if not p.when or row.get(f"__advice_{i}")]
+    return " ".join(" ".join(p.split()) for p in parts) or rule.docs.fix
 
 
 def check_sql(con: duckdb.DuckDBPyConnection, rule: Rule) -> None:
@@ -176,19 +186,19 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
     finally:
         timer.cancel()
         cursor.close()
-    flag_cols = [n for n in names if n.startswith("__finding_")]
+    flag_cols = [n for n in names if n.startswith(("__finding_", "__advice_"))]
     rows = [dict(zip(names, map(plain, r))) for r in raw]
     evidence_rows = [{k: v for k, v in row.items() if k not in flag_cols} for row in rows]
     findings: list[Finding] = []
     try:
         for i, spec in enumerate(rule.findings):
-            hits = [ev for row, ev in zip(rows, evidence_rows) if row[f"__finding_{i}"]]
-            for ev in hits[: spec.limit]:
+            hits = [(row, ev) for row, ev in zip(rows, evidence_rows) if row[f"__finding_{i}"]]
+            for row, ev in hits[: spec.limit]:
                 impact = ev.get(spec.impact_ns) if spec.impact_ns else None
                 findings.append(Finding(
                     rule_id=rule.id, severity=spec.severity or rule.severity,
-                    message=render(spec.message, ev), fix=spec.fix or rule.docs.fix,
-                    impact_ns=int(impact) if impact is not None else None, evidence=ev))
+                    message=render(spec.message, ev), fix=spec.fix or advice(rule, row, ev),
+                    impact_ns=int(impact) if impact is not None else None, evidence=ev, claims=spec.claims))
     except Exception as e:  # KeyError, ValueError, OverflowError (an infinite impact), ...
         return RuleResult(**base, status="error", reason=f"{rule.source}: message template: {e}",
                           seconds=time.perf_counter() - started)

@@ -88,6 +88,15 @@ VIEW_SOURCES = {
                   "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
     "idle_gap_causes": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                         "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    # 40_budget.sql
+    "kernel_class_patterns": [],
+    "kernel_classes": ["CUPTI_ACTIVITY_KIND_KERNEL"],
+    "budget_classes": [],
+    "budget_settings": [],
+    "budget": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+               "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
+    "steady_summary": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                       "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
     # 30_comm.sql
     "comm_collective_names": [],
     "comm_dtype_names": [],

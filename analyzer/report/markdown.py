@@ -79,12 +79,32 @@ def derived_note(derived: dict[str, Any]) -> str:
     return f"Derived export: {window}{origin}.{cut}"
 
 
+STEADY_LINES = 4  # (device, process) steady states shown at the top
+
+
+def steady_lines(report: Report) -> list[str]:
+    """The report's opening: each (device, process)'s steady state and its budget in one line."""
+    names = {d.device_id: d.name for d in report.metrics.devices}
+    ranked = sorted(report.steady, key=lambda s: -s.busy_ns)
+    lines = []
+    for s in ranked[:STEADY_LINES]:
+        gpu = f"GPU {s.device_id}" + (f" ({inline(names[s.device_id])})" if names.get(s.device_id) else "")
+        lines.append(f"- **Steady state**, pid {s.pid} on {gpu}: {inline(s.summary)}.")
+    if len(ranked) > STEADY_LINES:
+        lines.append(f"- {len(ranked) - STEADY_LINES} more in the JSON report (`steady`, `budget`).")
+    return lines + [""] if lines else []
+
+
 def render(report: Report) -> str:
     m = report.metrics
     inp = report.input
     version = (f"nsys {inp.nsys_version} (export schema {inp.export_schema_version or 'n/a'})" if inp.nsys_version
                else f"nsys version unknown ({FLAVOURS.get(inp.schema_flavour or '', 'before 2021.4')})")
-    out = [f"# nsys-diagnose: {inline(Path(inp.path).name)}", "", f"**{inline(report.headline)}**", ""]
+    out = [f"# nsys-diagnose: {inline(Path(inp.path).name)}", ""]
+    out += steady_lines(report)
+    out += [f"**{inline(report.headline)}**", ""]
+    if report.findings and report.findings[0].severity != "info":
+        out += [f"Fix: {inline(report.findings[0].fix.strip())}", ""]
     out.append(
         f"{version} · trace window "
         f"{duration(m.span_ns)} · GPU busy {duration(m.gpu_busy_ns)} ({pct(m.gpu_utilization_pct)} of "
@@ -95,10 +115,22 @@ def render(report: Report) -> str:
     out += ["", "## Findings", ""]
     if not report.findings:
         out.append("None: no rule fired.")
+    fixes: dict[str, int] = {}
     for i, f in enumerate(report.findings, 1):
-        stake = f" · at stake: {duration(f.impact_ns)}" if f.impact_ns is not None else ""
+        if f.recoverable_ns is not None:
+            stake = f" · recoverable: {duration(f.recoverable_ns)}"
+        else:
+            stake = f" · at stake: {duration(f.impact_ns)}" if f.impact_ns is not None else ""
         out.append(f"{i}. **{f.severity}** `{f.rule_id}`{stake}: {inline(f.message)}")
-        out.append(f"   - Fix: {inline(f.fix.strip())}")
+        if f.claim:
+            out.append(f"   - Budget: {inline(f.claim)}")
+        if f.note:
+            out.append(f"   - Note: {inline(f.note)}")
+        for r in f.related:
+            out.append(f"   - Same time, seen by `{r.rule_id}`: {inline(r.message)}")
+        fix = f.fix.strip()
+        out.append(f"   - Fix: {inline(fix)}" if fix not in fixes else f"   - Fix: as for finding {fixes[fix]}.")
+        fixes.setdefault(fix, i)
     if m.devices:
         out += ["", "## Devices", "", "| device | name | busy | utilization |", "|---|---|---|---|"]
         for d in m.devices:

@@ -2,7 +2,8 @@
 -- Totals cover the whole trace (as nsys's cuda_api_sum); the launch verdict judges the steady
 -- state (steady_state), where it exists, so start-up and warm-up launches do not decide it.
 WITH per_api AS (
-  SELECT api, layer, any_value(category) AS category, count(*) AS calls,
+  -- pid: the process that spends the most host time in the API (the budget slice it draws on)
+  SELECT api, layer, any_value(category) AS category, arg_max(pid, duration_ns) AS pid, count(*) AS calls,
          sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
          min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
          coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
@@ -33,6 +34,7 @@ rated AS (
   FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api
   LEFT JOIN steady_calls s ON s.api = p.api AND s.layer = p.layer LEFT JOIN steady_launched sl ON sl.api = p.api)
 SELECT *,
+       (SELECT count(*) FROM graph_launches g WHERE g.pid = rated.pid) AS graph_replays,
        -- median x calls: the typical cost, so a few slow first launches (lazy module
        -- loading at start-up) do not make a healthy loop look launch-bound
        (category = 'launch' AND CASE WHEN judged_on_steady_state

@@ -11,6 +11,7 @@ SELECT name,
        CASE WHEN length(short_name) > 120 THEN left(short_name, 117) || '...' ELSE short_name END AS display_name,
        instances, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns,
        round(100.0 * total_ns / total.all_ns, 2) AS share_pct,
-       row_number() OVER (ORDER BY total_ns DESC, name) AS rank
-FROM per_kernel CROSS JOIN total
+       row_number() OVER (ORDER BY total_ns DESC, name) AS rank,
+       coalesce(kc.class, 'other kernels') AS class
+FROM per_kernel CROSS JOIN total LEFT JOIN kernel_classes kc USING (name)
 ORDER BY total_ns DESC, name

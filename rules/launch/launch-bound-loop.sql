@@ -12,6 +12,16 @@ api AS (
          median(a.duration_ns) AS median_launch_ns, count(*) FILTER (WHERE a.api ILIKE '%graphlaunch%') AS graph_launches
   FROM api_calls a JOIN ss USING (pid)
   WHERE a.category = 'launch' AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns GROUP BY a.pid),
+-- the budget's launch-overhead idle time (40_budget.sql), and the NVTX range holding most of it
+launch_idle AS (
+  SELECT device_id, pid, sum(ns) AS launch_idle_ns, arg_max(place, ns) FILTER (WHERE place IS NOT NULL) AS top_place,
+         max(ns) FILTER (WHERE place IS NOT NULL) AS top_place_ns
+  FROM budget WHERE kind = 'idle' AND cause = 'launch' GROUP BY ALL),
+-- without NVTX: the launching thread and API that issue most kernels
+launcher AS (
+  SELECT k.device_id, k.pid, mode(k.launch_tid) AS launch_tid, mode(api_base_name(k.launch_api)) AS top_launch_api
+  FROM kernels k JOIN ss USING (pid) WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
+  GROUP BY ALL),
 st AS (
   SELECT s.pid, count(*) AS steps FROM steps s JOIN ss USING (pid)
   WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid)
@@ -22,7 +32,17 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        round(100.0 * (ss.window_ns - coalesce(b.busy_ns, 0)) / nullif(ss.window_ns, 0), 2) AS idle_pct,
        coalesce(a.launch_calls, 0) AS launch_calls, coalesce(a.launch_api_ns, 0) AS launch_api_ns,
        a.median_launch_ns, coalesce(a.graph_launches, 0) AS graph_launches,
-       round(coalesce(a.launch_api_ns, 0) / nullif(k.kernel_ns, 0), 3) AS api_to_kernel_ratio
+       round(coalesce(a.launch_api_ns, 0) / nullif(k.kernel_ns, 0), 3) AS api_to_kernel_ratio,
+       coalesce(li.launch_idle_ns, 0) AS launch_idle_ns,
+       round(100.0 * coalesce(li.launch_idle_ns, 0) / nullif(ss.window_ns, 0), 2) AS launch_idle_pct,
+       li.top_place, round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) AS top_place_pct,
+       lr.launch_tid, lr.top_launch_api,
+       CASE WHEN li.top_place IS NOT NULL
+            THEN 'most of it in NVTX range "' || li.top_place || '" ('
+                 || round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) || ' %)'
+            ELSE 'launched by thread ' || lr.launch_tid || ' through ' || coalesce(lr.top_launch_api, 'launch calls')
+                 || ', outside any NVTX range' END AS where_text
 FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
-LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid)
+LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
+LEFT JOIN launcher lr USING (device_id, pid)
 ORDER BY idle_ns DESC, x.device_id, x.pid

@@ -1,9 +1,12 @@
--- One row per transfer kind (memcpy direction, or memset), most GPU time first.
+-- One row per transfer kind (memcpy direction, or memset), most GPU time first, totals as in
+-- nsys's summaries. pid and device_id: the process and device with most of the kind's time; how
+-- much of it the step waits for (copies under compute kernels are hidden) is their budget's
+-- copies slice, which findings claim.
 WITH ops AS (
-  SELECT kind, host_memory, duration_ns, bytes FROM memcpys
-  UNION ALL SELECT 'memset', NULL, duration_ns, bytes FROM memsets),
+  SELECT pid, device_id, kind, host_memory, duration_ns, bytes FROM memcpys
+  UNION ALL SELECT pid, device_id, 'memset', NULL, duration_ns, bytes FROM memsets),
 busy AS (SELECT nullif(sum(duration_ns), 0) AS busy_ns FROM device_busy)
-SELECT kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
+SELECT arg_max(pid, duration_ns) AS pid, arg_max(device_id, duration_ns) AS device_id, kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
        avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
        min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
        -- bytes per ns is GB/s; times 1e9 gives bytes/s

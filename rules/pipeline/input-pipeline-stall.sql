@@ -25,12 +25,25 @@ waiting AS (
   FROM idle_gap_causes c
   WHERE c.cause = 'os-call' AND list_contains($wait_calls, c.detail)
   GROUP BY c.pid, c.detail),
-rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting)
+rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting),
+-- what the program already does, so that the fix does not advise it: pinned host-to-device
+-- copies, and other processes (DataLoader workers) beside the one that uses the GPU
+done AS (
+  SELECT ss.pid,
+         round(100.0 * coalesce(sum(m.bytes) FILTER (WHERE m.host_memory = 'pinned'), 0)
+               / nullif(sum(m.bytes), 0), 1) AS pinned_h2d_pct,
+         (SELECT count(*) FROM processes p WHERE p.pid <> ss.pid
+            AND p.pid NOT IN (SELECT DISTINCT pid FROM gpu_activity WHERE pid IS NOT NULL)) AS helper_processes
+  FROM ss LEFT JOIN memcpys m ON m.pid = ss.pid AND m.kind = 'Host-to-Device'
+       AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
+  GROUP BY ss.pid)
 SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances, r.wall_ns, round(r.wall_ns / r.instances) AS avg_ns,
        r.busy_ns, r.idle_ns, ss.window_ns,
        round(100.0 * r.idle_ns / nullif(ss.window_ns, 0), 2) AS idle_window_pct,
        st.steps, round(st.step_ns / st.steps) AS avg_step_ns,
        round(100.0 * r.wall_ns / nullif(st.step_ns, 0), 2) AS step_share_pct,
-       row_number() OVER (PARTITION BY r.pid ORDER BY r.idle_ns DESC, r.what) AS rank
+       row_number() OVER (PARTITION BY r.pid ORDER BY r.idle_ns DESC, r.what) AS rank,
+       d.pinned_h2d_pct, coalesce(d.helper_processes, 0) AS helper_processes
 FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
+LEFT JOIN done d USING (pid)
 ORDER BY r.idle_ns DESC, r.pid, r.what

@@ -1,0 +1,235 @@
+-- The step-time budget: per (device, process), the steady-state window split into GPU time by
+-- class and GPU idle time by the host cause that kept the GPU waiting. Each nanosecond of the
+-- window is counted once: where GPU operations overlap, the highest class in budget_classes'
+-- order holds it (a copy under a compute kernel is hidden and costs nothing); idle time goes to
+-- what the launching thread was doing (22_idle_gaps.sql). The rows of a (device, pid) add up to
+-- its window exactly. Findings draw their recoverable time from these rows (engine/claims.py).
+
+-- Kernel classes by name pattern (regular expressions, case-insensitive), matched in order;
+-- knowledge as data, matched once per distinct kernel name.
+CREATE TABLE kernel_class_patterns(priority INTEGER, class VARCHAR, pattern VARCHAR, exclude VARCHAR);
+INSERT INTO kernel_class_patterns VALUES
+  (1, 'communication', 'nccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|sendrecv', NULL),
+  (2, 'tensor-core math', 'tf32|hmma|wmma|tensorop|tensor[0-9]|gmma|nvjet|bf16|bfloat16|f16|half|[hsi](16816|1688|884|8816)|imma|dmma|e4m3|e5m2|fp8|int8|flash|fmha',
+      '_ffma_|f32f32_f32f32|sgemm|simt'),
+  (3, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
+  (4, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|layer_norm|gammabeta|batch_norm|softmax|triton_(poi|red|per)_|elementwise|reduce|norm|adam|sgd|foreach|multi_tensor', NULL);
+
+CREATE TABLE kernel_classes AS
+SELECT n.name, coalesce(min_by(p.class, p.priority), 'other kernels') AS class
+FROM kernel_names n LEFT JOIN kernel_class_patterns p
+  ON regexp_matches(n.name, p.pattern, 'i') AND NOT regexp_matches(n.name, coalesce(p.exclude, '$^'), 'i')
+GROUP BY n.name;
+
+-- The classes of GPU time, in the order that wins where operations overlap (rank 1 first).
+CREATE TABLE budget_classes(rank INTEGER, class VARCHAR);
+INSERT INTO budget_classes VALUES (1, 'tensor-core math'), (2, 'fp32 math'), (3, 'elementwise/reduction'),
+  (4, 'other kernels'), (5, 'CUDA graph replays'), (6, 'communication'), (7, 'copies'), (8, 'memsets');
+
+-- bound: gpu-bound at or above gpu_bound_pct busy, host-bound at or below host_bound_pct, else
+-- mixed. launch_gap_ns: an idle gap this short, between operations the host issues one by one,
+-- is the per-operation cost of issuing work (framework dispatch plus the launch call), whatever
+-- the thread was doing in it.
+CREATE TABLE budget_settings(name VARCHAR, value DOUBLE);
+INSERT INTO budget_settings VALUES ('gpu_bound_pct', 80), ('host_bound_pct', 50), ('launch_gap_ns', 100000);
+
+-- Each (device, process) with GPU work in its process's steady state.
+CREATE TEMP TABLE budget_windows AS
+SELECT DISTINCT b.device_id, b.pid, s.start_ns AS w0, s.end_ns AS w1
+FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
+WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns AND s.end_ns > s.start_ns;
+
+-- One sweep over the window's operations: +1 at a start, -1 at an end, with a running count
+-- per class (one sort). Between two consecutive event times the highest active class holds the
+-- time; no active class is an idle segment.
+CREATE TEMP TABLE budget_segments AS
+WITH ops AS (
+  SELECT a.device_id, a.pid, greatest(a.start_ns, w.w0) AS s, least(a.end_ns, w.w1) AS e,
+         (CASE a.kind WHEN 'kernel' THEN coalesce(c.rank, 4) WHEN 'graph' THEN 5
+                      WHEN 'memcpy' THEN 7 ELSE 8 END)::UTINYINT AS r
+  FROM gpu_activity a JOIN budget_windows w ON w.device_id = a.device_id AND w.pid = a.pid
+  LEFT JOIN kernel_classes kc ON a.kind = 'kernel' AND kc.name = a.name
+  LEFT JOIN budget_classes c ON c.class = kc.class
+  WHERE a.end_ns > w.w0 AND a.start_ns < w.w1),
+ev AS (
+  SELECT device_id, pid, s AS ts, r, 1 AS d FROM ops
+  UNION ALL SELECT device_id, pid, e, r, -1 FROM ops
+  -- the window's edges, so that idle time before the first and after the last operation counts
+  UNION ALL SELECT device_id, pid, w0, 0, 0 FROM budget_windows
+  UNION ALL SELECT device_id, pid, w1, 0, 0 FROM budget_windows),
+counted AS (
+  SELECT device_id, pid, ts, lead(ts) OVER w AS next_ts,
+         sum(CASE WHEN r = 1 THEN d ELSE 0 END) OVER w AS c1, sum(CASE WHEN r = 2 THEN d ELSE 0 END) OVER w AS c2,
+         sum(CASE WHEN r = 3 THEN d ELSE 0 END) OVER w AS c3, sum(CASE WHEN r = 4 THEN d ELSE 0 END) OVER w AS c4,
+         sum(CASE WHEN r = 5 THEN d ELSE 0 END) OVER w AS c5, sum(CASE WHEN r = 6 THEN d ELSE 0 END) OVER w AS c6,
+         sum(CASE WHEN r = 7 THEN d ELSE 0 END) OVER w AS c7, sum(CASE WHEN r = 8 THEN d ELSE 0 END) OVER w AS c8
+  FROM ev
+  -- at one time, ends (-1) before starts (+1): back-to-back operations leave no zero-length hole
+  WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts, d, r ROWS UNBOUNDED PRECEDING))
+SELECT device_id, pid, ts AS start_ns, next_ts AS end_ns, next_ts - ts AS ns,
+       CASE WHEN c1 > 0 THEN 1 WHEN c2 > 0 THEN 2 WHEN c3 > 0 THEN 3 WHEN c4 > 0 THEN 4 WHEN c5 > 0 THEN 5
+            WHEN c6 > 0 THEN 6 WHEN c7 > 0 THEN 7 WHEN c8 > 0 THEN 8 ELSE 0 END::UTINYINT AS r
+FROM counted WHERE next_ts > ts;
+
+-- Idle runs: consecutive idle segments merged (an end and a start at the same time leave none).
+CREATE TEMP TABLE budget_idle AS
+WITH marked AS (
+  SELECT *, CASE WHEN r = 0 AND coalesce(lag(r) OVER w, 1) <> 0 THEN 1 ELSE 0 END AS opens
+  FROM budget_segments WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns)),
+runs AS (
+  SELECT *, sum(opens) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run
+  FROM marked WHERE r = 0)
+SELECT device_id, pid, min(start_ns) AS start_ns, max(end_ns) AS end_ns, sum(ns)::BIGINT AS ns
+FROM runs GROUP BY device_id, pid, run;
+
+-- Each idle run with the gap it lies in (idle_gaps: the same right edge, the next operation's
+-- start) and the GPU work since the previous gap: the work the host waited for when the gap
+-- follows a blocking call.
+CREATE TEMP TABLE budget_gaps AS
+SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.ns, g.duration_ns AS gap_ns, g.nvtx_range,
+       g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns, g.host_ns,
+       g.after_blocking_api, g.after_blocking_kind, g.cause AS gap_cause,
+       g.start_ns - lag(g.end_ns) OVER (PARTITION BY i.device_id, i.pid ORDER BY i.start_ns) AS prev_busy_ns
+FROM budget_idle i LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns;
+
+-- Idle time by cause. A run under min_gap_ns is the GPU's own dispatch latency; a run with no
+-- gap (before the first or after the last operation of the window) is host time with no GPU
+-- work queued. In a gap that follows a blocking call, the time up to the length of the work
+-- the host waited for is the synchronization's cost (without it the host could have done this
+-- work meanwhile); the rest of the gap, and gaps after no blocking call, go to the thread's
+-- states in proportion. Short gaps spent in host code, launch or other CUDA calls are the
+-- per-operation cost of issuing work.
+CREATE TEMP TABLE budget_idle_causes AS
+WITH settings AS (
+  SELECT (SELECT value FROM phase_settings WHERE name = 'min_gap_ns') AS min_gap_ns,
+         (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns),
+split AS (
+  SELECT g.*, s.launch_gap_ns, s.min_gap_ns,
+         CASE WHEN g.gap_ns IS NULL OR g.ns < s.min_gap_ns THEN 0
+              WHEN g.after_blocking_api IS NOT NULL THEN least(g.ns, coalesce(g.prev_busy_ns, 0)) ELSE 0 END AS waited_ns
+  FROM budget_gaps g, settings s),
+parts AS (
+  SELECT device_id, pid, ns, gap_ns, nvtx_range, after_blocking_api, after_blocking_kind, waited_ns,
+         ns < min_gap_ns AS dispatch, gap_ns IS NULL AS no_gap, gap_ns < launch_gap_ns AS short_gap,
+         (ns - waited_ns) / nullif(gap_ns, 0)::DOUBLE AS scale,
+         sync_ns, copy_ns, launch_ns, allocation_ns, module_ns, api_ns, osrt_ns, host_ns
+  FROM split),
+rows AS (
+  SELECT device_id, pid, 'dispatch' AS cause, NULL AS place, NULL AS detail, ns::DOUBLE AS ns FROM parts WHERE dispatch
+  UNION ALL SELECT device_id, pid, 'no GPU work queued', NULL, NULL, ns FROM parts WHERE no_gap AND NOT dispatch
+  UNION ALL SELECT device_id, pid, 'sync', nvtx_range, after_blocking_api, waited_ns FROM parts WHERE waited_ns > 0
+  UNION ALL
+  SELECT device_id, pid, cause, place, detail, part * scale FROM (
+    SELECT p.*, u.cause, u.part, u.detail, p.nvtx_range AS place FROM parts p,
+    LATERAL (VALUES
+      (CASE WHEN p.short_gap THEN 'launch' ELSE 'sync' END, p.sync_ns, NULL),
+      ('copy', p.copy_ns, NULL),
+      ('launch', p.launch_ns, NULL),
+      ('allocation', p.allocation_ns, NULL),
+      ('module loading', p.module_ns, NULL),
+      (CASE WHEN p.short_gap THEN 'launch' ELSE 'other CUDA calls' END, p.api_ns, NULL),
+      ('OS wait', p.osrt_ns, NULL),
+      (CASE WHEN p.short_gap THEN 'launch' WHEN p.nvtx_range IS NULL THEN 'untraced host code' ELSE 'host code' END,
+       p.host_ns, NULL)) u(cause, part, detail)
+    WHERE NOT p.dispatch AND NOT p.no_gap AND u.part > 0)
+)
+SELECT device_id, pid, cause, place, sum(ns) AS ns FROM rows GROUP BY ALL;
+
+-- Time a process's GPU looks idle to it while another process's work runs on the device: the
+-- device's busy time in the window beyond the process's own (its own busy time lies within the
+-- device's). Taken out of the idle causes in proportion.
+CREATE TEMP TABLE budget_other_process AS
+SELECT w.device_id, w.pid,
+       greatest(coalesce((SELECT sum(least(d.end_ns, w.w1) - greatest(d.start_ns, w.w0)) FROM device_busy d
+                          WHERE d.device_id = w.device_id AND d.end_ns > w.w0 AND d.start_ns < w.w1), 0)
+                - coalesce((SELECT sum(s.ns) FROM budget_segments s
+                            WHERE s.device_id = w.device_id AND s.pid = w.pid AND s.r > 0), 0), 0)::DOUBLE AS ns
+FROM budget_windows w;
+
+-- The budget rows before rounding: GPU classes, other processes' time, idle causes.
+CREATE TEMP TABLE budget_raw AS
+WITH idle_total AS (SELECT device_id, pid, sum(ns) AS ns FROM budget_idle_causes GROUP BY ALL),
+gpu AS (
+  SELECT s.device_id, s.pid, 'gpu' AS kind, c.class AS cause, NULL AS place, sum(s.ns)::DOUBLE AS ns
+  FROM budget_segments s JOIN budget_classes c ON c.rank = s.r WHERE s.r > 0 GROUP BY ALL),
+other AS (
+  SELECT o.device_id, o.pid, 'idle' AS kind, 'other processes' AS cause, NULL AS place, least(o.ns, t.ns) AS ns
+  FROM budget_other_process o JOIN idle_total t USING (device_id, pid) WHERE o.ns > 0),
+idle AS (
+  SELECT c.device_id, c.pid, 'idle' AS kind, c.cause, c.place,
+         c.ns * (1 - coalesce(least(o.ns, t.ns), 0) / nullif(t.ns, 0)) AS ns
+  FROM budget_idle_causes c JOIN idle_total t USING (device_id, pid)
+  LEFT JOIN budget_other_process o USING (device_id, pid))
+SELECT * FROM gpu UNION ALL SELECT * FROM other UNION ALL SELECT * FROM idle;
+
+-- The budget: integer nanoseconds that add up to the window exactly (largest-remainder
+-- rounding), with each row's share of the window.
+CREATE TABLE budget AS
+WITH floored AS (
+  SELECT r.*, floor(r.ns)::BIGINT AS base, r.ns - floor(r.ns) AS frac, w.w1 - w.w0 AS window_ns
+  FROM budget_raw r JOIN budget_windows w USING (device_id, pid) WHERE r.ns > 0),
+short AS (SELECT device_id, pid, any_value(window_ns) - sum(base) AS missing FROM floored GROUP BY ALL),
+ranked AS (
+  SELECT f.*, s.missing,
+         row_number() OVER (PARTITION BY f.device_id, f.pid ORDER BY f.frac DESC, f.ns DESC, f.kind, f.cause, f.place) AS k
+  FROM floored f JOIN short s USING (device_id, pid))
+SELECT device_id, pid, kind, cause, place, (base + CASE WHEN k <= missing THEN 1 ELSE 0 END)::BIGINT AS ns,
+       round(100.0 * (base + CASE WHEN k <= missing THEN 1 ELSE 0 END) / window_ns, 2) AS pct, window_ns
+FROM ranked WHERE base + CASE WHEN k <= missing THEN 1 ELSE 0 END > 0;
+
+-- Per (device, process): the steady state in figures and its verdict. step_median_ns: the
+-- median period between the first GPU operations of consecutive steps (the host-side step
+-- ranges where fewer than two steps launch GPU work); step_mean_ns: the window over its steps.
+CREATE TABLE steady_summary AS
+WITH totals AS (
+  SELECT device_id, pid, any_value(window_ns) AS window_ns,
+         coalesce(sum(ns) FILTER (WHERE kind = 'gpu'), 0) AS busy_ns,
+         coalesce(sum(ns) FILTER (WHERE kind = 'idle'), 0) AS idle_ns
+  FROM budget GROUP BY ALL),
+top_idle AS (
+  SELECT device_id, pid, arg_max(cause, ns) AS cause, arg_max(place, ns) AS place, max(ns) AS ns
+  FROM (SELECT device_id, pid, cause, place, ns FROM budget WHERE kind = 'idle' AND cause <> 'dispatch')
+  GROUP BY ALL),
+top_gpu AS (
+  SELECT device_id, pid, arg_max(cause, ns) AS cause, max(ns) AS ns FROM budget WHERE kind = 'gpu' GROUP BY ALL),
+-- Each step's first GPU operation: that of the operations launched during the step (ASOF on the
+-- launch time). Where the host runs ahead of the GPU, host-side step ranges only say how fast it
+-- enqueues; the period between first GPU operations is the step on the GPU's timeline.
+step_firsts AS (
+  SELECT st.pid, st.step, min(a.start_ns) AS first_gpu_ns
+  FROM gpu_activity a ASOF JOIN steps st ON st.pid = a.pid AND st.start_ns <= a.launch_start_ns
+  WHERE a.launch_start_ns < st.end_ns GROUP BY st.pid, st.step),
+step_periods AS (
+  SELECT f.pid, lead(f.first_gpu_ns) OVER (PARTITION BY f.pid ORDER BY f.step) - f.first_gpu_ns AS period_ns,
+         f.first_gpu_ns
+  FROM step_firsts f),
+gpu_steps AS (
+  SELECT p.pid, median(p.period_ns)::BIGINT AS gpu_period_ns, count(p.period_ns) AS periods
+  FROM step_periods p JOIN steady_state s USING (pid)
+  WHERE p.first_gpu_ns >= s.start_ns AND p.first_gpu_ns < s.end_ns AND p.period_ns IS NOT NULL GROUP BY p.pid),
+host_steps AS (
+  SELECT st.pid, median(st.duration_ns)::BIGINT AS host_median_ns
+  FROM steps st JOIN steady_state s USING (pid)
+  WHERE st.start_ns >= s.start_ns AND st.start_ns < s.end_ns GROUP BY st.pid),
+step_stats AS (
+  SELECT h.pid, CASE WHEN g.periods >= 2 THEN g.gpu_period_ns ELSE h.host_median_ns END AS step_median_ns
+  FROM host_steps h LEFT JOIN gpu_steps g USING (pid)),
+g AS (SELECT (SELECT value FROM budget_settings WHERE name = 'gpu_bound_pct') AS gpu_pct,
+             (SELECT value FROM budget_settings WHERE name = 'host_bound_pct') AS host_pct)
+SELECT t.device_id, t.pid, s.start_ns, s.end_ns, t.window_ns, s.steps, st.step_median_ns,
+       CASE WHEN s.steps > 0 THEN (t.window_ns / s.steps)::BIGINT END AS step_mean_ns,
+       t.busy_ns, round(100.0 * t.busy_ns / t.window_ns, 2) AS busy_pct, t.idle_ns,
+       CASE WHEN 100.0 * t.busy_ns / t.window_ns >= g.gpu_pct THEN 'gpu-bound'
+            WHEN 100.0 * t.busy_ns / t.window_ns <= g.host_pct THEN 'host-bound' ELSE 'mixed' END AS bound,
+       tg.cause AS top_gpu_class, tg.ns AS top_gpu_ns, ti.cause AS top_idle_cause, ti.place AS top_idle_place,
+       ti.ns AS top_idle_ns, s.method
+FROM totals t JOIN steady_state s USING (pid) CROSS JOIN g
+LEFT JOIN step_stats st USING (pid) LEFT JOIN top_gpu tg USING (device_id, pid) LEFT JOIN top_idle ti USING (device_id, pid);
+
+DROP TABLE budget_raw;
+DROP TABLE budget_other_process;
+DROP TABLE budget_idle_causes;
+DROP TABLE budget_gaps;
+DROP TABLE budget_idle;
+DROP TABLE budget_segments;
+DROP TABLE budget_windows;

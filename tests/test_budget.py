@@ -1,0 +1,93 @@
+"""The step-time budget (analyzer/analyses/sql/40_budget.sql) on every real export: each
+(device, process)'s slices add up to its steady-state window exactly, and the verdicts hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from nsys_diagnose.ingest.database import open_trace
+
+from .conftest import FIXTURES, H200, PUBLIC
+
+EXPORTS = sorted([*H200.glob("*.sqlite"), *PUBLIC.glob("*.sqlite"), *(FIXTURES / "exports").glob("*.sqlite")])
+
+
+@pytest.fixture(scope="module", params=EXPORTS, ids=lambda p: p.stem)
+def trace(request):
+    t = open_trace(request.param)
+    yield t
+    t.close()
+
+
+def test_slices_add_up_to_the_window(trace):
+    rows = trace.con.execute("""
+        SELECT b.device_id, b.pid, sum(b.ns), any_value(b.window_ns), any_value(s.end_ns - s.start_ns), min(b.ns)
+        FROM budget b JOIN steady_state s USING (pid) GROUP BY ALL""").fetchall()
+    for device, pid, total, window, steady, smallest in rows:
+        assert total == window == steady, (device, pid)
+        assert smallest > 0
+
+
+def test_gpu_slices_are_the_busy_union(trace):
+    """Overlapping operations count once: the GPU slices sum to the busy union in the window."""
+    rows = trace.con.execute("""
+        WITH gpu AS (SELECT device_id, pid, sum(ns) AS ns FROM budget WHERE kind = 'gpu' GROUP BY ALL),
+        busy AS (
+          SELECT b.device_id, b.pid, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS ns
+          FROM gpu_busy b JOIN steady_state s USING (pid)
+          WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns GROUP BY ALL)
+        SELECT g.ns, b.ns FROM gpu g FULL JOIN busy b USING (device_id, pid)""").fetchall()
+    for ours, union in rows:
+        assert ours == union
+
+
+def test_summary_verdict_follows_the_busy_share(trace):
+    for busy_pct, bound, window, busy, idle in trace.con.execute(
+            "SELECT busy_pct, bound, window_ns, busy_ns, idle_ns FROM steady_summary").fetchall():
+        assert busy + idle == window
+        expected = "gpu-bound" if busy_pct >= 80 else "host-bound" if busy_pct <= 50 else "mixed"
+        assert bound == expected
+
+
+H200_VERDICTS = {  # verified in the traces (see fixtures/exports/PROVENANCE.md and the H200 README)
+    "dataloader_bound": ("host-bound", "idle", "host code", "Data Loading"),
+    "launch_bound": ("host-bound", "idle", "launch", "train_step"),
+    "compute_fp32": ("gpu-bound", "gpu", "fp32 math", None),
+    "compute_bf16": ("gpu-bound", "gpu", "tensor-core math", None),
+    "transfer_pageable": ("gpu-bound", "gpu", "copies", None),
+    "launch_graphs": ("gpu-bound", "gpu", "CUDA graph replays", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(H200_VERDICTS))
+def test_h200_budget_names_the_built_in_cause(name):
+    path = H200 / f"{name}.sqlite"
+    if not path.exists():
+        pytest.skip("../shared exports not present")
+    bound, kind, cause, place = H200_VERDICTS[name]
+    t = open_trace(path)
+    try:
+        assert t.con.execute("SELECT bound FROM steady_summary").fetchall() == [(bound,)]
+        top = t.con.execute("SELECT kind, cause, place FROM budget ORDER BY ns DESC LIMIT 1").fetchone()
+        assert top == (kind, cause, place)
+    finally:
+        t.close()
+
+
+def test_step_time_is_on_the_gpu_timeline():
+    """The host enqueues compute_fp32's steps in microseconds; the GPU takes ~43 ms each."""
+    path = H200 / "compute_fp32.sqlite"
+    if not path.exists():
+        pytest.skip("../shared exports not present")
+    t = open_trace(path)
+    try:
+        median, = t.con.execute("SELECT step_median_ns FROM steady_summary").fetchone()
+        firsts = [r[0] for r in t.con.execute("""
+            SELECT min(k.start_ns) FROM kernels k JOIN steps s ON s.pid = k.pid
+              AND k.launch_start_ns >= s.start_ns AND k.launch_start_ns < s.end_ns
+            WHERE s.step >= 2 GROUP BY s.step ORDER BY s.step""").fetchall()]
+        periods = sorted(b - a for a, b in zip(firsts, firsts[1:]))
+        assert median == pytest.approx(periods[len(periods) // 2], rel=0.05)
+        assert median > 30_000_000
+    finally:
+        t.close()

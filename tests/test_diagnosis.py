@@ -1,0 +1,99 @@
+"""Diagnoses on real exports: the report opens with the verified cause, healthy programs get no
+steady-state warning, and no fix advises what the trace shows is already done."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nsys_diagnose.analyze import analyze
+from nsys_diagnose.ingest.database import open_trace
+
+from .conftest import FIXTURES, H200, PUBLIC
+
+CORPUS = FIXTURES / "exports" / "corpus.yaml"
+ENTRIES = yaml.safe_load(CORPUS.read_text()) if CORPUS.exists() else []
+EXPORTS = sorted([*H200.glob("*.sqlite"), *PUBLIC.glob("*.sqlite"), *(FIXTURES / "exports").glob("*.sqlite")])
+
+# the rule that must open the report, per verified cause (H200 README; fixtures/exports/corpus.yaml)
+H200_TOP = {"dataloader_bound": {"input-pipeline-stall"}, "launch_bound": {"launch-bound-loop"},
+            "compute_fp32": {"fp32-gemm"}, "transfer_pageable": {"transfer-share", "pageable-memcpy"},
+            "multiproc": {"fp32-gemm"}, "compute_bf16": None, "launch_graphs": None}
+CAUSE_RULES = {
+    "data-loading": {"input-pipeline-stall"}, "launch": {"launch-bound-loop"},
+    "sync": {"host-sync-in-loop", "cuda-api-overhead", "idle-gap-causes", "gpu-idle-gaps"},
+    "allocation": {"allocation-churn", "idle-gap-causes", "cuda-api-overhead"},
+    "pageable-copy": {"pageable-memcpy", "transfer-share"}, "fp32-math": {"fp32-gemm"},
+    "elementwise": {"fusion-candidates"}, "copy": {"transfer-share", "pageable-memcpy"},
+    "io": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
+    "sleep": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
+    "host-compute": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
+}
+
+
+def steady_warnings(report):
+    return [f for f in report.findings if f.severity != "info" and f.recoverable_ns is not None]
+
+
+@pytest.mark.parametrize("name", sorted(H200_TOP))
+def test_h200_report_opens_with_the_verified_cause(name):
+    path = H200 / f"{name}.sqlite"
+    if not path.exists():
+        pytest.skip("../shared exports not present")
+    report = analyze(path)
+    want = H200_TOP[name]
+    if want is None:
+        assert steady_warnings(report) == [], [f.message for f in steady_warnings(report)]
+        assert report.headline.startswith("No bottleneck found")
+    else:
+        assert report.findings[0].severity == "warning" and report.findings[0].rule_id in want
+    assert report.steady and report.budget and report.steady_utilization_pct is not None
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["file"] for e in ENTRIES])
+def test_corpus_report_opens_with_the_verified_cause(entry):
+    report = analyze(FIXTURES / "exports" / entry["file"])
+    if entry.get("healthy"):
+        assert steady_warnings(report) == [], [f.message for f in steady_warnings(report)]
+        return
+    top = report.findings[0]
+    assert top.severity == "warning", report.headline
+    assert top.rule_id in CAUSE_RULES[entry["cause"]], (top.rule_id, report.headline)
+    if entry.get("cause_range") and entry["cause"] not in ("launch",):
+        assert entry["cause_range"] in report.headline + (top.claim or ""), report.headline
+
+
+PINNED_ADVICE = re.compile(r"pin_memory|allocate the host (side|buffers) pinned", re.I)
+PRECISION_ADVICE = re.compile(r"autocast|mixed precision|allow_tf32|float32_matmul_precision", re.I)
+GRAPH_ADVICE = re.compile(r"capture the step in a CUDA Graph", re.I)
+
+
+def facts(path: Path) -> dict[str, bool]:
+    t = open_trace(path)
+    try:
+        q = lambda sql: t.con.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "copies": q("SELECT count(*) FROM memcpys WHERE kind = 'Host-to-Device'") > 0,
+            "pageable": q("SELECT count(*) FROM memcpys WHERE host_memory = 'pageable'") > 0,
+            "fp32_math": q("SELECT count(*) FROM budget WHERE cause = 'fp32 math'") > 0,
+            "tensor_math": q("SELECT count(*) FROM budget WHERE cause = 'tensor-core math'") > 0,
+            "graphed": q("SELECT count(*) FROM graph_launches g JOIN steady_state s USING (pid) "
+                         "WHERE g.start_ns >= s.start_ns AND g.start_ns < s.end_ns") > 0,
+        }
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("path", EXPORTS, ids=lambda p: p.stem)
+def test_no_fix_advises_what_is_already_done(path):
+    f = facts(path)
+    fixes = " ".join(x.fix for x in analyze(path).findings)
+    if f["copies"] and not f["pageable"]:
+        assert not PINNED_ADVICE.search(fixes), "advises pinned memory to copies that are all pinned"
+    if f["tensor_math"] and not f["fp32_math"]:
+        assert not PRECISION_ADVICE.search(fixes), "advises mixed precision to tensor-core math"
+    if f["graphed"]:
+        assert not GRAPH_ADVICE.search(fixes), "advises CUDA graphs to a loop that replays them"
