@@ -3,10 +3,12 @@ they lack (a regression, too few steps, a different GPU), the statistics, the CL
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import math
 import random
+import sqlite3
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -23,7 +25,7 @@ from nsys_diagnose.compare.stats import (
 )
 from nsys_diagnose.engine.catalog import load_rules
 
-from .conftest import H200, ROOT, h200_names, needs_shared
+from .conftest import FIXTURES, H200, ROOT, h200_names, needs_shared
 from .synth import write_export
 
 RULES = load_rules()
@@ -54,21 +56,28 @@ GTID = GPID + PID
 
 
 def training_run(path: Path, step_ns: list[int], *, gpu: str = "NVIDIA H200", kernel: str = "gemm_kernel",
-                 step_name: str = "train_step", busy_share: float = 0.8) -> Path:
+                 step_name: str = "train_step", busy_share: float = 0.8, host_step_ns: int | None = None) -> Path:
     """A loop of NVTX `step_name` ranges, one launch + one kernel per step (the kernel runs for
-    `busy_share` of the step), on one GPU, with the capture metadata a real export carries."""
+    `busy_share` of the step), on one GPU, with the capture metadata a real export carries.
+    With `host_step_ns` the host runs ahead: its steps last that long, and the kernels, each
+    `step_ns` long, queue up on one stream."""
     strings = {1: step_name, 2: kernel, 3: "cudaLaunchKernel_v7000"}
     nvtx, api, kern = [], [], []
     t = 1_000_000_000
+    gpu_free = 0
     for i, dur in enumerate(step_ns):
-        nvtx.append({"start": t, "end": t + dur, "eventType": 59, "textId": 1, "globalTid": GTID,
+        host = dur if host_step_ns is None else host_step_ns
+        nvtx.append({"start": t, "end": t + host, "eventType": 59, "textId": 1, "globalTid": GTID,
                      "endGlobalTid": None, "domainId": 0})
         api.append({"start": t + 1_000, "end": t + 6_000, "eventClass": 0, "globalTid": GTID,
                     "correlationId": i + 1, "nameId": 3, "returnValue": 0})
-        kern.append({"start": t + 10_000, "end": t + 10_000 + int(dur * busy_share), "deviceId": 0, "contextId": 1,
+        k_start = max(t + 10_000, gpu_free)
+        k_end = k_start + (int(dur * busy_share) if host_step_ns is None else dur)
+        gpu_free = k_end
+        kern.append({"start": k_start, "end": k_end, "deviceId": 0, "contextId": 1,
                      "streamId": 7, "correlationId": i + 1, "globalPid": GPID, "demangledName": 2, "shortName": 2,
                      "gridX": 1024, "gridY": 1, "gridZ": 1, "blockX": 256, "blockY": 1, "blockZ": 1})
-        t += dur
+        t += host
     tables = {
         "StringIds": [{"id": k, "value": v} for k, v in strings.items()],
         "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_RUNTIME": api, "CUPTI_ACTIVITY_KIND_KERNEL": kern,
@@ -89,6 +98,13 @@ def jittered(n: int, mean_ns: int, rel: float, seed: int) -> list[int]:
     return [int(mean_ns * (1 + rng.uniform(-rel, rel))) for _ in range(n)]
 
 
+def bursty(n: int, seed: int) -> list[int]:
+    """Loader workers that only partly keep up: five steps find a batch ready (~5 ms), the
+    sixth waits ~400 ms for the next burst. Mean ~71 ms, median ~5 ms."""
+    rng = random.Random(seed)
+    return [int((400e6 if i % 6 == 5 else 5e6) * (1 + rng.uniform(-0.1, 0.1))) for i in range(n)]
+
+
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("compare-synth")
@@ -103,6 +119,11 @@ def synth(tmp_path_factory) -> dict[str, Path]:
         "other_prog": training_run(d / "other_prog.sqlite", jittered(30, 10_000_000, 0.05, seed=8),
                                    kernel="conv_kernel", step_name="render_frame"),
         "no_steps": training_run(d / "no_steps.sqlite", [50_000_000]),
+        "steady_100": training_run(d / "steady_100.sqlite", jittered(38, 100_000_000, 0.05, seed=9)),
+        "bursty": training_run(d / "bursty.sqlite", bursty(38, seed=10)),
+        "queued": training_run(d / "queued.sqlite", jittered(30, 10_000_000, 0.02, seed=11), host_step_ns=100_000),
+        "queued_slower": training_run(d / "queued_slower.sqlite", jittered(30, 12_000_000, 0.02, seed=12),
+                                      host_step_ns=100_000),
     }
 
 
@@ -160,6 +181,38 @@ def test_different_program_is_not_comparable(synth):
     assert c.items == [] and c.processes == []
 
 
+def test_bursty_steps_are_judged_by_the_mean_not_the_median(synth):
+    """The issue's case: with workers, most steps find a batch ready and every few steps one
+    waits. The median step shrinks ~95 %, the run gets ~30 % faster: the verdict and its
+    figure are the latter."""
+    c = cmp(synth["steady_100"], synth["bursty"])
+    periods = bursty(38, seed=10)[1:-1]  # timed: all but the first (start-up) and the last step
+    before = jittered(38, 100_000_000, 0.05, seed=9)[1:-1]
+    truth = (sum(periods) / len(periods)) / (sum(before) / len(before)) * 100 - 100
+    e = c.effect
+    assert c.verdict == "improved", c.summary
+    assert e.metric == "mean_step_period_ns" and e.timeline == "gpu"
+    assert e.change_pct == pytest.approx(truth, abs=0.5) and -35 < e.change_pct < -25
+    assert e.ci_low_pct < e.change_pct < e.ci_high_pct < 0
+    assert e.median_change_pct < -90  # the secondary figure, and why it is not the verdict's
+    d = e.after_distribution
+    assert d.long_steps == 6 and d.long_share_pct > 90 and d.p50_ns < 6e6 and d.max_ns > 400e6 * 0.9
+    assert d.note.startswith("6 of 36 steps take 9") and e.before_distribution.note is None
+    assert "AFTER: 6 of 36 steps take" in c.summary and "mean step time 99.6 ms -> 72 ms (-27.7 %" in c.summary
+
+
+def test_host_running_ahead_is_timed_on_the_gpu(synth):
+    """The host queues every step in 100 us; the GPU takes 10 ms, then 12 ms, per step. The
+    host's step starts do not move at all: only the GPU's timeline sees the regression."""
+    c = cmp(synth["queued"], synth["queued_slower"])
+    e = c.effect
+    assert c.verdict == "regressed", c.summary
+    assert e.timeline == "gpu" and 18 < e.change_pct < 22
+    assert e.before_host_mean_ns == pytest.approx(100_000) and e.after_host_mean_ns == pytest.approx(100_000)
+    assert e.before_mean_ns == pytest.approx(10e6, rel=0.02) and e.after_mean_ns == pytest.approx(12e6, rel=0.02)
+    assert any("the host runs ahead of the GPU" in n for n in c.notes)
+
+
 # ---- the real H200 exports --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -168,9 +221,76 @@ def h200():
 
     def get(a: str, b: str):
         if (a, b) not in cache:
-            cache[(a, b)] = cmp(H200 / f"{a}.sqlite", H200 / f"{b}.sqlite")
+            cache[(a, b)] = cmp(_export(a), _export(b))
         return cache[(a, b)]
     return get
+
+
+# ---- the true change, from the trace itself ---------------------------------------------------
+# Plain SQL on the nsys export, nothing of the analyzer's: the step ranges from NVTX_EVENTS, and
+# each step's GPU work joined to the launch calls made during it through their correlation ids.
+
+STEP_RANGE = {"launch": "train_step", "compute": "Model Computation", "dataloader": "Data Loading"}
+BURSTY = FIXTURES / "exports" / "dataloader_workers_bursty.sqlite"
+_GPU = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+_API = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
+
+
+def true_mean_periods(path: Path) -> tuple[float, float]:
+    """(mean period between host step starts, mean period between the steps' first GPU
+    operations), in ns, over the steps the README says are timed: all but the first (start-up)
+    and the last (no step follows it)."""
+    step = STEP_RANGE[path.stem.split("_")[0]]
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    starts = [r[0] for r in con.execute(
+        "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE coalesce(n.text, s.value) = ? AND n.eventType IN (59, 60) ORDER BY n.start", (step,))]
+    gpu = " UNION ALL ".join(f"SELECT start, correlationId, globalPid >> 24 AS pid FROM {t}" for t in _GPU
+                             if t in tables)
+    api = " UNION ALL ".join(f"SELECT start, correlationId, globalTid >> 24 AS pid FROM {t}" for t in _API
+                             if t in tables)
+    # the earliest GPU start of the work launched in each step [start_k, start_k+1)
+    first: dict[int, int] = {}
+    for launched, ran in con.execute(f"SELECT a.start, g.start FROM ({gpu}) g JOIN ({api}) a "
+                                     "ON a.correlationId = g.correlationId AND a.pid = g.pid"):
+        k = bisect.bisect_right(starts, launched) - 1
+        if k >= 0:
+            first[k] = min(ran, first.get(k, ran))
+    con.close()
+    n = len(starts) - 2  # periods from step 2's start to the last step's
+    return (starts[-1] - starts[1]) / n, (first[len(starts) - 1] - first[1]) / n
+
+
+PAIRS = [("launch_bound", "launch_graphs", "improved"), ("compute_fp32", "compute_bf16", "improved"),
+         ("launch_bound", "launch_bound", "no-change"), ("compute_fp32", "compute_fp32", "no-change"),
+         ("dataloader_bound", "dataloader_bound", "no-change")]
+
+
+def _export(name: str) -> Path:
+    return BURSTY if name == BURSTY.stem else H200 / f"{name}.sqlite"
+
+
+@needs_shared
+@pytest.mark.parametrize("before,after,verdict", PAIRS + [("dataloader_bound", BURSTY.stem, None)],
+                         ids=lambda x: x or "")
+def test_reported_change_is_the_true_mean_period_change(h200, before, after, verdict):
+    if not _export(after).exists():
+        pytest.skip(f"{_export(after)} not captured yet")
+    host_a, gpu_a = true_mean_periods(_export(before))
+    host_b, gpu_b = true_mean_periods(_export(after))
+    c = h200(before, after)
+    e = c.effect
+    assert verdict is None or c.verdict == verdict, c.summary
+    assert e.metric == "mean_step_period_ns" and e.timeline == "gpu"
+    assert e.before_mean_ns == pytest.approx(gpu_a, rel=1e-3) and e.after_mean_ns == pytest.approx(gpu_b, rel=1e-3)
+    assert e.change_pct == pytest.approx((gpu_b / gpu_a - 1) * 100, abs=0.5)
+    assert e.before_host_mean_ns == pytest.approx(host_a, rel=1e-3)
+    assert e.after_host_mean_ns == pytest.approx(host_b, rel=1e-3)
+    if not before.startswith("compute"):  # there the host queues every step in ~0.1 ms: its starts mean nothing
+        assert e.change_pct == pytest.approx((host_b / host_a - 1) * 100, abs=5)
+    assert e.ci_low_pct <= e.change_pct <= e.ci_high_pct
 
 
 @needs_shared
