@@ -17,10 +17,14 @@ from pathlib import Path
 import pytest
 from nsys_diagnose.cli import main
 from nsys_diagnose.compare import VERDICTS, compare
+from nsys_diagnose.compare.distribution import describe, quantile
+from nsys_diagnose.compare.render import render_markdown
 from nsys_diagnose.compare.stats import (
     _exact_u_cdf,
+    block_length,
     block_resample,
     mann_whitney,
+    mean_change_ci,
     median_change_ci,
 )
 from nsys_diagnose.engine.catalog import load_rules
@@ -199,6 +203,9 @@ def test_bursty_steps_are_judged_by_the_mean_not_the_median(synth):
     assert d.long_steps == 6 and d.long_share_pct > 90 and d.p50_ns < 6e6 and d.max_ns > 400e6 * 0.9
     assert d.note.startswith("6 of 36 steps take 9") and e.before_distribution.note is None
     assert "AFTER: 6 of 36 steps take" in c.summary and "mean step time 99.6 ms -> 72 ms (-27.7 %" in c.summary
+    md = render_markdown(c)
+    assert "| 100 | after | 36 | 72 ms | 4.65 ms | 5.11 ms | 393 ms | 436 ms | 6, 94 % of the time |" in md
+    assert "- AFTER (pid 100): 6 of 36 steps take 94 % of the time" in md
 
 
 def test_host_running_ahead_is_timed_on_the_gpu(synth):
@@ -365,8 +372,17 @@ def test_json_contract(synth, tmp_path, capsys):
     assert doc["verdict"] in VERDICTS and doc["verdict"] == "regressed"
     assert {"schema_version", "summary", "effect", "preflight", "metrics", "kernels", "apis", "nvtx",
             "findings", "processes"} <= set(doc)
-    effect_keys = {"change_pct", "ci_low_pct", "ci_high_pct", "p_value", "before_median_ns", "after_median_ns"}
+    assert doc["schema_version"] == 2
+    effect_keys = {"metric", "timeline", "before_mean_ns", "after_mean_ns", "change_pct", "ci_low_pct", "ci_high_pct",
+                   "throughput_ratio", "before_median_ns", "after_median_ns", "median_change_pct", "p_value",
+                   "before_distribution", "after_distribution"}
     assert effect_keys <= set(doc["effect"])
+    assert doc["effect"]["metric"] == "mean_step_period_ns" and doc["effect"]["timeline"] == "gpu"
+    dist = doc["effect"]["after_distribution"]
+    assert set(dist) == {"steps", "mean_ns", "p10_ns", "p50_ns", "p90_ns", "max_ns", "long_steps", "long_share_pct",
+                         "note"}
+    assert dist["p10_ns"] <= dist["p50_ns"] <= dist["p90_ns"] <= dist["max_ns"] and dist["steps"] == 28
+    assert doc["processes"][0]["before_distribution"] == doc["effect"]["before_distribution"]
     assert {m["id"] for m in doc["metrics"]["whole_run"]} >= {"span_ns", "gpu_busy_ns", "gpu_utilization_pct",
                                                              "api_ns", "transfer_share_pct"}
     assert doc["kernels"][0]["name"] == "gemm_kernel" and doc["kernels"][0]["status"] == "slower"
@@ -379,6 +395,12 @@ def test_junit_and_gate_threshold(synth, capsys):
     assert suite.get("failures") == "1"
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failed == ["step time: no regression beyond 10 %"]
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["metric"] == "mean_step_period_ns" and 15 < float(props["change_pct"]) < 25
+    assert float(props["before_p10_ns"]) < float(props["before_p50_ns"]) < float(props["before_p90_ns"])
+    assert "after_tail_note" not in props  # a steady run: no heavy tail to note
+    assert "AFTER step times: 28 steps: mean 12" in suite.find("testcase[@name='step time: no regression beyond 10 %']"
+                                                               "/system-out").text
     code, out, _ = cli(capsys, synth["base"], synth["slower"], "--format", "junit", "--fail-on-regression", "30")
     assert code == 0 and ET.fromstring(out).find("testsuite").get("failures") == "0"
 
@@ -441,4 +463,31 @@ def test_bootstrap_interval_is_deterministic_and_covers_the_shift():
     first = median_change_ci(noisy_a, noisy_b)
     assert first == median_change_ci(noisy_a, noisy_b) and first.low < 0 < first.high
     sample = block_resample(list(range(27)), random.Random(0))
-    assert len(sample) == 27 and all(y == x + 1 for x, y in zip(sample[0::3], sample[1::3]))  # blocks of 3
+    assert len(sample) == 27 and all(y == (x + 1) % 27 for x, y in zip(sample[0::3], sample[1::3]))  # blocks of 3
+
+
+def test_blocks_span_a_burst_cycle():
+    steady = [100.0 + (i % 5) for i in range(36)]
+    assert block_length(steady) == 3  # 36^(1/3)
+    cycle = [400.0 if i % 6 == 5 else 5.0 for i in range(36)]
+    assert block_length(cycle) == 6  # one wait and the five ready steps after it
+    assert block_length([1000.0] + [5.0] * 17) == 9  # one wait in 18 steps: half the run, no more
+    # whole cycles in every block: each resample holds six waits, so the interval is only the jitter's
+    ci = mean_change_ci(steady, cycle)
+    assert ci.high - ci.low < 0.02
+    # with blocks of 3, a resample draws the waits at random: the interval is 20x wider
+    rng = random.Random(0)
+    shuffled = sorted(cycle, key=lambda _: rng.random())
+    assert mean_change_ci(steady, shuffled).high - mean_change_ci(steady, shuffled).low > 0.2
+
+
+def test_step_distribution_and_heavy_tail_note():
+    d = describe([5e6] * 15 + [300e6, 400e6, 500e6])
+    assert (d.steps, d.p50_ns, d.max_ns, d.long_steps) == (18, 5e6, 500e6, 3)
+    assert d.p10_ns == 5e6 and d.p90_ns == pytest.approx(300e6 + 0.3 * 100e6)  # between the 16th and 17th
+    assert d.mean_ns == pytest.approx((75e6 + 1200e6) / 18)
+    assert d.note == ("3 of 18 steps take 94 % of the time (each over 2x the median 5 ms): "
+                      "the mean, 70.8 ms, is the pace")
+    assert describe([10.0, 11.0, 12.0, 30.0]).note.startswith("1 of 4 steps take 48 % of the time")
+    assert describe([10.0] * 17 + [25.0]).note is None  # one slow step, 12 % of the time: no note
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5 and quantile([7.0], 0.9) == 7.0

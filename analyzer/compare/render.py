@@ -236,7 +236,7 @@ def _step_section(c: Comparison) -> list[str]:
              f"steps come in bursts) and it moved by at least {c.settings.min_effect_pct:g} %. The median and "
              "the rank test are shown beside it.", "",
              f"| process (before -> after) | step | steps | mean before | mean after | change | {level} CI | "
-             "steps/s | median before -> after | rank test p | verdict |",
+             "steps/s after / before | median before -> after | rank test p | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for p in c.processes:
         ci = "n/a" if p.ci_low_pct is None else f"{p.ci_low_pct:+.1f} % to {p.ci_high_pct:+.1f} %"
