@@ -60,11 +60,12 @@ GTID = GPID + PID
 
 
 def training_run(path: Path, step_ns: list[int], *, gpu: str = "NVIDIA H200", kernel: str = "gemm_kernel",
-                 step_name: str = "train_step", busy_share: float = 0.8, host_step_ns: int | None = None) -> Path:
+                 step_name: str = "train_step", busy_share: float = 0.8, host_step_ns: int | None = None,
+                 idle_steps: frozenset[int] = frozenset()) -> Path:
     """A loop of NVTX `step_name` ranges, one launch + one kernel per step (the kernel runs for
     `busy_share` of the step), on one GPU, with the capture metadata a real export carries.
     With `host_step_ns` the host runs ahead: its steps last that long, and the kernels, each
-    `step_ns` long, queue up on one stream."""
+    `step_ns` long, queue up on one stream. Steps in `idle_steps` (0-based) launch nothing."""
     strings = {1: step_name, 2: kernel, 3: "cudaLaunchKernel_v7000"}
     nvtx, api, kern = [], [], []
     t = 1_000_000_000
@@ -73,6 +74,9 @@ def training_run(path: Path, step_ns: list[int], *, gpu: str = "NVIDIA H200", ke
         host = dur if host_step_ns is None else host_step_ns
         nvtx.append({"start": t, "end": t + host, "eventType": 59, "textId": 1, "globalTid": GTID,
                      "endGlobalTid": None, "domainId": 0})
+        if i in idle_steps:
+            t += host
+            continue
         api.append({"start": t + 1_000, "end": t + 6_000, "eventClass": 0, "globalTid": GTID,
                     "correlationId": i + 1, "nameId": 3, "returnValue": 0})
         k_start = max(t + 10_000, gpu_free)
@@ -125,6 +129,8 @@ def synth(tmp_path_factory) -> dict[str, Path]:
         "no_steps": training_run(d / "no_steps.sqlite", [50_000_000]),
         "steady_100": training_run(d / "steady_100.sqlite", jittered(38, 100_000_000, 0.05, seed=9)),
         "bursty": training_run(d / "bursty.sqlite", bursty(38, seed=10)),
+        "idle_step": training_run(d / "idle_step.sqlite", jittered(30, 12_000_000, 0.05, seed=13),
+                                  idle_steps=frozenset({10})),
         "queued": training_run(d / "queued.sqlite", jittered(30, 10_000_000, 0.02, seed=11), host_step_ns=100_000),
         "queued_slower": training_run(d / "queued_slower.sqlite", jittered(30, 12_000_000, 0.02, seed=12),
                                       host_step_ns=100_000),
@@ -231,6 +237,14 @@ def h200():
             cache[(a, b)] = cmp(_export(a), _export(b))
         return cache[(a, b)]
     return get
+
+
+def test_steps_without_gpu_work_are_timed_on_the_host(synth):
+    c = cmp(synth["base"], synth["idle_step"])  # step 11 of AFTER launches nothing: no GPU start to time it by
+    e = c.effect
+    assert c.verdict == "regressed" and e.timeline == "gpu / host" and 15 < e.change_pct < 25, c.summary
+    assert e.after_mean_ns == pytest.approx(e.after_host_mean_ns)
+    assert any(n.startswith("AFTER (pid 100): a step launched no GPU work") for n in c.notes)
 
 
 # ---- the true change, from the trace itself ---------------------------------------------------

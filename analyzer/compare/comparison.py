@@ -254,12 +254,6 @@ def _summary(verdict, effect, check, series, drivers, offsets, s: Settings) -> s
 TIMELINE_WORDS = {"gpu": "on the GPU's timeline", "host": "between the host's step starts"}
 
 
-def _p(p: float | None) -> str:
-    if p is None:
-        return "n/a"
-    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
-
-
 def _process_ranks(ra: Report, rb: Report, pairs: list[StepComparison]) -> tuple[dict[int, int], dict[int, int]]:
     """Process identities across runs: matched step processes first, the rest by GPU busy time."""
     ranks_a = {p.before_pid: i for i, p in enumerate(pairs)}
