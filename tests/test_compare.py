@@ -3,10 +3,12 @@ they lack (a regression, too few steps, a different GPU), the statistics, the CL
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import math
 import random
+import sqlite3
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -15,15 +17,19 @@ from pathlib import Path
 import pytest
 from nsys_diagnose.cli import main
 from nsys_diagnose.compare import VERDICTS, compare
+from nsys_diagnose.compare.distribution import describe, quantile
+from nsys_diagnose.compare.render import render_markdown
 from nsys_diagnose.compare.stats import (
     _exact_u_cdf,
+    block_length,
     block_resample,
     mann_whitney,
+    mean_change_ci,
     median_change_ci,
 )
 from nsys_diagnose.engine.catalog import load_rules
 
-from .conftest import H200, ROOT, h200_names, needs_shared
+from .conftest import FIXTURES, H200, ROOT, h200_names, needs_shared
 from .synth import write_export
 
 RULES = load_rules()
@@ -54,21 +60,32 @@ GTID = GPID + PID
 
 
 def training_run(path: Path, step_ns: list[int], *, gpu: str = "NVIDIA H200", kernel: str = "gemm_kernel",
-                 step_name: str = "train_step", busy_share: float = 0.8) -> Path:
+                 step_name: str = "train_step", busy_share: float = 0.8, host_step_ns: int | None = None,
+                 idle_steps: frozenset[int] = frozenset()) -> Path:
     """A loop of NVTX `step_name` ranges, one launch + one kernel per step (the kernel runs for
-    `busy_share` of the step), on one GPU, with the capture metadata a real export carries."""
+    `busy_share` of the step), on one GPU, with the capture metadata a real export carries.
+    With `host_step_ns` the host runs ahead: its steps last that long, and the kernels, each
+    `step_ns` long, queue up on one stream. Steps in `idle_steps` (0-based) launch nothing."""
     strings = {1: step_name, 2: kernel, 3: "cudaLaunchKernel_v7000"}
     nvtx, api, kern = [], [], []
     t = 1_000_000_000
+    gpu_free = 0
     for i, dur in enumerate(step_ns):
-        nvtx.append({"start": t, "end": t + dur, "eventType": 59, "textId": 1, "globalTid": GTID,
+        host = dur if host_step_ns is None else host_step_ns
+        nvtx.append({"start": t, "end": t + host, "eventType": 59, "textId": 1, "globalTid": GTID,
                      "endGlobalTid": None, "domainId": 0})
+        if i in idle_steps:
+            t += host
+            continue
         api.append({"start": t + 1_000, "end": t + 6_000, "eventClass": 0, "globalTid": GTID,
                     "correlationId": i + 1, "nameId": 3, "returnValue": 0})
-        kern.append({"start": t + 10_000, "end": t + 10_000 + int(dur * busy_share), "deviceId": 0, "contextId": 1,
+        k_start = max(t + 10_000, gpu_free)
+        k_end = k_start + (int(dur * busy_share) if host_step_ns is None else dur)
+        gpu_free = k_end
+        kern.append({"start": k_start, "end": k_end, "deviceId": 0, "contextId": 1,
                      "streamId": 7, "correlationId": i + 1, "globalPid": GPID, "demangledName": 2, "shortName": 2,
                      "gridX": 1024, "gridY": 1, "gridZ": 1, "blockX": 256, "blockY": 1, "blockZ": 1})
-        t += dur
+        t += host
     tables = {
         "StringIds": [{"id": k, "value": v} for k, v in strings.items()],
         "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_RUNTIME": api, "CUPTI_ACTIVITY_KIND_KERNEL": kern,
@@ -89,6 +106,13 @@ def jittered(n: int, mean_ns: int, rel: float, seed: int) -> list[int]:
     return [int(mean_ns * (1 + rng.uniform(-rel, rel))) for _ in range(n)]
 
 
+def bursty(n: int, seed: int) -> list[int]:
+    """Loader workers that only partly keep up: five steps find a batch ready (~5 ms), the
+    sixth waits ~400 ms for the next burst. Mean ~71 ms, median ~5 ms."""
+    rng = random.Random(seed)
+    return [int((400e6 if i % 6 == 5 else 5e6) * (1 + rng.uniform(-0.1, 0.1))) for i in range(n)]
+
+
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("compare-synth")
@@ -103,6 +127,13 @@ def synth(tmp_path_factory) -> dict[str, Path]:
         "other_prog": training_run(d / "other_prog.sqlite", jittered(30, 10_000_000, 0.05, seed=8),
                                    kernel="conv_kernel", step_name="render_frame"),
         "no_steps": training_run(d / "no_steps.sqlite", [50_000_000]),
+        "steady_100": training_run(d / "steady_100.sqlite", jittered(38, 100_000_000, 0.05, seed=9)),
+        "bursty": training_run(d / "bursty.sqlite", bursty(38, seed=10)),
+        "idle_step": training_run(d / "idle_step.sqlite", jittered(30, 12_000_000, 0.05, seed=13),
+                                  idle_steps=frozenset({10})),
+        "queued": training_run(d / "queued.sqlite", jittered(30, 10_000_000, 0.02, seed=11), host_step_ns=100_000),
+        "queued_slower": training_run(d / "queued_slower.sqlite", jittered(30, 12_000_000, 0.02, seed=12),
+                                      host_step_ns=100_000),
     }
 
 
@@ -160,6 +191,41 @@ def test_different_program_is_not_comparable(synth):
     assert c.items == [] and c.processes == []
 
 
+def test_bursty_steps_are_judged_by_the_mean_not_the_median(synth):
+    """The issue's case: with workers, most steps find a batch ready and every few steps one
+    waits. The median step shrinks ~95 %, the run gets ~30 % faster: the verdict and its
+    figure are the latter."""
+    c = cmp(synth["steady_100"], synth["bursty"])
+    periods = bursty(38, seed=10)[1:-1]  # timed: all but the first (start-up) and the last step
+    before = jittered(38, 100_000_000, 0.05, seed=9)[1:-1]
+    truth = (sum(periods) / len(periods)) / (sum(before) / len(before)) * 100 - 100
+    e = c.effect
+    assert c.verdict == "improved", c.summary
+    assert e.metric == "mean_step_period_ns" and e.timeline == "gpu"
+    assert e.change_pct == pytest.approx(truth, abs=0.5) and -35 < e.change_pct < -25
+    assert e.ci_low_pct < e.change_pct < e.ci_high_pct < 0
+    assert e.median_change_pct < -90  # the secondary figure, and why it is not the verdict's
+    d = e.after_distribution
+    assert d.long_steps == 6 and d.long_share_pct > 90 and d.p50_ns < 6e6 and d.max_ns > 400e6 * 0.9
+    assert d.note.startswith("6 of 36 steps take 9") and e.before_distribution.note is None
+    assert "AFTER: 6 of 36 steps take" in c.summary and "mean step time 99.6 ms -> 72 ms (-27.7 %" in c.summary
+    md = render_markdown(c)
+    assert "| 100 | after | 36 | 72 ms | 4.65 ms | 5.11 ms | 393 ms | 436 ms | 6, 94 % of the time |" in md
+    assert "- AFTER (pid 100): 6 of 36 steps take 94 % of the time" in md
+
+
+def test_host_running_ahead_is_timed_on_the_gpu(synth):
+    """The host queues every step in 100 us; the GPU takes 10 ms, then 12 ms, per step. The
+    host's step starts do not move at all: only the GPU's timeline sees the regression."""
+    c = cmp(synth["queued"], synth["queued_slower"])
+    e = c.effect
+    assert c.verdict == "regressed", c.summary
+    assert e.timeline == "gpu" and 18 < e.change_pct < 22
+    assert e.before_host_mean_ns == pytest.approx(100_000) and e.after_host_mean_ns == pytest.approx(100_000)
+    assert e.before_mean_ns == pytest.approx(10e6, rel=0.02) and e.after_mean_ns == pytest.approx(12e6, rel=0.02)
+    assert any("the host runs ahead of the GPU" in n for n in c.notes)
+
+
 # ---- the real H200 exports --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -168,9 +234,84 @@ def h200():
 
     def get(a: str, b: str):
         if (a, b) not in cache:
-            cache[(a, b)] = cmp(H200 / f"{a}.sqlite", H200 / f"{b}.sqlite")
+            cache[(a, b)] = cmp(_export(a), _export(b))
         return cache[(a, b)]
     return get
+
+
+def test_steps_without_gpu_work_are_timed_on_the_host(synth):
+    c = cmp(synth["base"], synth["idle_step"])  # step 11 of AFTER launches nothing: no GPU start to time it by
+    e = c.effect
+    assert c.verdict == "regressed" and e.timeline == "gpu / host" and 15 < e.change_pct < 25, c.summary
+    assert e.after_mean_ns == pytest.approx(e.after_host_mean_ns)
+    assert any(n.startswith("AFTER (pid 100): a step launched no GPU work") for n in c.notes)
+
+
+# ---- the true change, from the trace itself ---------------------------------------------------
+# Plain SQL on the nsys export, nothing of the analyzer's: the step ranges from NVTX_EVENTS, and
+# each step's GPU work joined to the launch calls made during it through their correlation ids.
+
+STEP_RANGE = {"launch": "train_step", "compute": "Model Computation", "dataloader": "Data Loading"}
+BURSTY = FIXTURES / "exports" / "dataloader_workers_bursty.sqlite"
+_GPU = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+_API = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
+
+
+def true_mean_periods(path: Path) -> tuple[float, float]:
+    """(mean period between host step starts, mean period between the steps' first GPU
+    operations), in ns, over the steps the README says are timed: all but the first (start-up)
+    and the last (no step follows it)."""
+    step = STEP_RANGE[path.stem.split("_")[0]]
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    starts = [r[0] for r in con.execute(
+        "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE coalesce(n.text, s.value) = ? AND n.eventType IN (59, 60) ORDER BY n.start", (step,))]
+    gpu = " UNION ALL ".join(f"SELECT start, correlationId, globalPid >> 24 AS pid FROM {t}" for t in _GPU
+                             if t in tables)
+    api = " UNION ALL ".join(f"SELECT start, correlationId, globalTid >> 24 AS pid FROM {t}" for t in _API
+                             if t in tables)
+    # the earliest GPU start of the work launched in each step [start_k, start_k+1)
+    first: dict[int, int] = {}
+    for launched, ran in con.execute(f"SELECT a.start, g.start FROM ({gpu}) g JOIN ({api}) a "
+                                     "ON a.correlationId = g.correlationId AND a.pid = g.pid"):
+        k = bisect.bisect_right(starts, launched) - 1
+        if k >= 0:
+            first[k] = min(ran, first.get(k, ran))
+    con.close()
+    n = len(starts) - 2  # periods from step 2's start to the last step's
+    return (starts[-1] - starts[1]) / n, (first[len(starts) - 1] - first[1]) / n
+
+
+PAIRS = [("launch_bound", "launch_graphs", "improved"), ("compute_fp32", "compute_bf16", "improved"),
+         ("launch_bound", "launch_bound", "no-change"), ("compute_fp32", "compute_fp32", "no-change"),
+         ("dataloader_bound", "dataloader_bound", "no-change")]
+
+
+def _export(name: str) -> Path:
+    return BURSTY if name == BURSTY.stem else H200 / f"{name}.sqlite"
+
+
+@needs_shared
+@pytest.mark.parametrize("before,after,verdict", PAIRS + [("dataloader_bound", BURSTY.stem, None)],
+                         ids=lambda x: x or "")
+def test_reported_change_is_the_true_mean_period_change(h200, before, after, verdict):
+    if not _export(after).exists():
+        pytest.skip(f"{_export(after)} not captured yet")
+    host_a, gpu_a = true_mean_periods(_export(before))
+    host_b, gpu_b = true_mean_periods(_export(after))
+    c = h200(before, after)
+    e = c.effect
+    assert verdict is None or c.verdict == verdict, c.summary
+    assert e.metric == "mean_step_period_ns" and e.timeline == "gpu"
+    assert e.before_mean_ns == pytest.approx(gpu_a, rel=1e-3) and e.after_mean_ns == pytest.approx(gpu_b, rel=1e-3)
+    assert e.change_pct == pytest.approx((gpu_b / gpu_a - 1) * 100, abs=0.5)
+    assert e.before_host_mean_ns == pytest.approx(host_a, rel=1e-3)
+    assert e.after_host_mean_ns == pytest.approx(host_b, rel=1e-3)
+    if not before.startswith("compute"):  # there the host queues every step in ~0.1 ms: its starts mean nothing
+        assert e.change_pct == pytest.approx((host_b / host_a - 1) * 100, abs=5)
+    assert e.ci_low_pct <= e.change_pct <= e.ci_high_pct
 
 
 @needs_shared
@@ -245,8 +386,17 @@ def test_json_contract(synth, tmp_path, capsys):
     assert doc["verdict"] in VERDICTS and doc["verdict"] == "regressed"
     assert {"schema_version", "summary", "effect", "preflight", "metrics", "kernels", "apis", "nvtx",
             "findings", "processes"} <= set(doc)
-    effect_keys = {"change_pct", "ci_low_pct", "ci_high_pct", "p_value", "before_median_ns", "after_median_ns"}
+    assert doc["schema_version"] == 2
+    effect_keys = {"metric", "timeline", "before_mean_ns", "after_mean_ns", "change_pct", "ci_low_pct", "ci_high_pct",
+                   "throughput_ratio", "before_median_ns", "after_median_ns", "median_change_pct", "p_value",
+                   "before_distribution", "after_distribution"}
     assert effect_keys <= set(doc["effect"])
+    assert doc["effect"]["metric"] == "mean_step_period_ns" and doc["effect"]["timeline"] == "gpu"
+    dist = doc["effect"]["after_distribution"]
+    assert set(dist) == {"steps", "mean_ns", "p10_ns", "p50_ns", "p90_ns", "max_ns", "long_steps", "long_share_pct",
+                         "note"}
+    assert dist["p10_ns"] <= dist["p50_ns"] <= dist["p90_ns"] <= dist["max_ns"] and dist["steps"] == 28
+    assert doc["processes"][0]["before_distribution"] == doc["effect"]["before_distribution"]
     assert {m["id"] for m in doc["metrics"]["whole_run"]} >= {"span_ns", "gpu_busy_ns", "gpu_utilization_pct",
                                                              "api_ns", "transfer_share_pct"}
     assert doc["kernels"][0]["name"] == "gemm_kernel" and doc["kernels"][0]["status"] == "slower"
@@ -259,6 +409,12 @@ def test_junit_and_gate_threshold(synth, capsys):
     assert suite.get("failures") == "1"
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
     assert failed == ["step time: no regression beyond 10 %"]
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["metric"] == "mean_step_period_ns" and 15 < float(props["change_pct"]) < 25
+    assert float(props["before_p10_ns"]) < float(props["before_p50_ns"]) < float(props["before_p90_ns"])
+    assert "after_tail_note" not in props  # a steady run: no heavy tail to note
+    assert "AFTER step times: 28 steps: mean 12" in suite.find("testcase[@name='step time: no regression beyond 10 %']"
+                                                               "/system-out").text
     code, out, _ = cli(capsys, synth["base"], synth["slower"], "--format", "junit", "--fail-on-regression", "30")
     assert code == 0 and ET.fromstring(out).find("testsuite").get("failures") == "0"
 
@@ -321,4 +477,31 @@ def test_bootstrap_interval_is_deterministic_and_covers_the_shift():
     first = median_change_ci(noisy_a, noisy_b)
     assert first == median_change_ci(noisy_a, noisy_b) and first.low < 0 < first.high
     sample = block_resample(list(range(27)), random.Random(0))
-    assert len(sample) == 27 and all(y == x + 1 for x, y in zip(sample[0::3], sample[1::3]))  # blocks of 3
+    assert len(sample) == 27 and all(y == (x + 1) % 27 for x, y in zip(sample[0::3], sample[1::3]))  # blocks of 3
+
+
+def test_blocks_span_a_burst_cycle():
+    steady = [100.0 + (i % 5) for i in range(36)]
+    assert block_length(steady) == 3  # 36^(1/3)
+    cycle = [400.0 if i % 6 == 5 else 5.0 for i in range(36)]
+    assert block_length(cycle) == 6  # one wait and the five ready steps after it
+    assert block_length([1000.0] + [5.0] * 17) == 9  # one wait in 18 steps: half the run, no more
+    # whole cycles in every block: each resample holds six waits, so the interval is only the jitter's
+    ci = mean_change_ci(steady, cycle)
+    assert ci.high - ci.low < 0.02
+    # with blocks of 3, a resample draws the waits at random: the interval is 20x wider
+    rng = random.Random(0)
+    shuffled = sorted(cycle, key=lambda _: rng.random())
+    assert mean_change_ci(steady, shuffled).high - mean_change_ci(steady, shuffled).low > 0.2
+
+
+def test_step_distribution_and_heavy_tail_note():
+    d = describe([5e6] * 15 + [300e6, 400e6, 500e6])
+    assert (d.steps, d.p50_ns, d.max_ns, d.long_steps) == (18, 5e6, 500e6, 3)
+    assert d.p10_ns == 5e6 and d.p90_ns == pytest.approx(300e6 + 0.3 * 100e6)  # between the 16th and 17th
+    assert d.mean_ns == pytest.approx((75e6 + 1200e6) / 18)
+    assert d.note == ("3 of 18 steps take 94 % of the time (each over 2x the median 5 ms): "
+                      "the mean, 70.8 ms, is the pace")
+    assert describe([10.0, 11.0, 12.0, 30.0]).note.startswith("1 of 4 steps take 48 % of the time")
+    assert describe([10.0] * 17 + [25.0]).note is None  # one slow step, 12 % of the time: no note
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5 and quantile([7.0], 0.9) == 7.0

@@ -135,6 +135,7 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         if any(k == "graph" for k, _ in u):
             notes.append(f"{side} runs its work as CUDA graph replays traced as a whole: the kernels inside them "
                          "are not traced one by one, so '[CUDA graph]' stands for them in the kernel deltas")
+    notes += _timeline_notes(timed)
     if not pairs and not blocked:
         notes.append("no per-step times on both sides: kernel, API and NVTX deltas are whole-run totals, "
                      "and untested against noise")
@@ -161,20 +162,40 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         notes=notes)
 
 
+HOST_AHEAD = 0.25  # host step starts this much shorter than the GPU's period: the host runs ahead
+
+
+def _timeline_notes(timed: list[list[steps.StepSeries]]) -> list[str]:
+    """Say which timeline timed the steps where the choice matters."""
+    out = []
+    for side, series in zip(("BEFORE", "AFTER"), timed):
+        for x in series:
+            gpu, host = sum(x.periods_ns), sum(x.host_periods_ns)
+            if x.timeline == "host":
+                out.append(f"{side} (pid {x.pid}): a step launched no GPU work, so its steps are timed between "
+                           "the host's step starts")
+            elif gpu and host < (1 - HOST_AHEAD) * gpu:
+                out.append(f"{side} (pid {x.pid}): the host starts a step every {duration(host / x.timed)} on "
+                           f"average, the GPU every {duration(gpu / x.timed)}: the host runs ahead of the GPU "
+                           "(it queues steps), so the steps are timed between their first GPU operations")
+    return out
+
+
 def _run_info(path: Path, report: Report, series: list[steps.StepSeries]) -> RunInfo:
     timed = [s for s in series if s.timed]
     return RunInfo(path=str(path), nsys_version=report.input.nsys_version, headline=report.headline,
                    step_processes=len(timed),
                    steps=[{"pid": s.pid, "name": s.name, "source": s.source, "steps": s.total_steps,
-                           "timed": s.timed, "first_timed_step": s.first_step} for s in series])
+                           "timed": s.timed, "first_timed_step": s.first_step, "timeline": s.timeline}
+                          for s in series])
 
 
-DRIVER_MIN_SHARE = 0.05  # a driver moved at least this share of the median step's change
+DRIVER_MIN_SHARE = 0.05  # a driver moved at least this share of the mean step's change
 
 
 def _drivers(items: list[deltas.ItemDelta], verdict: str, effect: StepComparison | None):
     """The kernels, APIs, copies and graph replays that moved most in the verdict's direction
-    (and the largest moves against it), each at least 5 % of the step time's change."""
+    (and the largest moves against it), each at least 5 % of the mean step time's change."""
     movers = [d for d in items if d.kind != "nvtx" and d.status not in ("same", "uncertain") and d.delta_ns]
     if verdict not in ("improved", "regressed") or effect is None:
         return movers[:3], []
@@ -209,18 +230,20 @@ def _summary(verdict, effect, check, series, drivers, offsets, s: Settings) -> s
     unit = "per step"
     head = {"improved": "Improved", "regressed": "Regressed", "no-change": "No significant change",
             "inconclusive": "Inconclusive"}[verdict]
-    text = (f"{head}: median step time {duration(e.before_median_ns)} -> {duration(e.after_median_ns)} "
+    text = (f"{head}: mean step time {duration(e.before_mean_ns)} -> {duration(e.after_mean_ns)} "
             f"({e.change_pct:+.1f} %")
     if e.ci_low_pct is not None:
-        text += (f", {s.confidence * 100:.0f} % CI {e.ci_low_pct:+.1f} % to {e.ci_high_pct:+.1f} %; "
-                 f"{e.before_steps} vs {e.after_steps} steps, rank test p {_p(e.p_value)})")
-    else:
-        text += ")"
-    if verdict == "inconclusive":
-        return text + f": {e.reason}."
-    if verdict == "no-change":
-        return text + f": {e.reason}."
-    text += "."
+        text += f", {s.confidence * 100:.0f} % CI {e.ci_low_pct:+.1f} % to {e.ci_high_pct:+.1f} %"
+    if e.throughput_ratio is not None and verdict in ("improved", "regressed"):
+        text += f"; {e.throughput_ratio:.3g}x the steps per second"
+    text += (f"; {e.before_steps} vs {e.after_steps} steps, {TIMELINE_WORDS.get(e.timeline, e.timeline)}); "
+             f"median {duration(e.before_median_ns)} -> {duration(e.after_median_ns)} ({e.median_change_pct:+.1f} %)")
+    text += f": {e.reason}." if verdict in ("inconclusive", "no-change") else "."
+    for side, dist in (("BEFORE", e.before_distribution), ("AFTER", e.after_distribution)):
+        if dist.note:
+            text += f" {side}: {dist.note}."
+    if verdict in ("inconclusive", "no-change"):
+        return text
     if drivers:
         text += " Most of the change: " + "; ".join(_describe(d, unit) for d in drivers) + "."
     if offsets:
@@ -228,10 +251,7 @@ def _summary(verdict, effect, check, series, drivers, offsets, s: Settings) -> s
     return text
 
 
-def _p(p: float | None) -> str:
-    if p is None:
-        return "n/a"
-    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
+TIMELINE_WORDS = {"gpu": "on the GPU's timeline", "host": "between the host's step starts"}
 
 
 def _process_ranks(ra: Report, rb: Report, pairs: list[StepComparison]) -> tuple[dict[int, int], dict[int, int]]:

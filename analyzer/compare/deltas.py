@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from statistics import median
 
 import duckdb
-from nsys_diagnose.compare.stats import mann_whitney
+from nsys_diagnose.compare.stats import fmean, mann_whitney
 from nsys_diagnose.compare.steps import StepSeries
 from nsys_diagnose.engine.model import Finding, Report
 
@@ -215,7 +215,7 @@ def steady_metrics(con: duckdb.DuckDBPyConnection, series: list[StepSeries],
     if not timed:
         return {}
     busy = {s.pid: steady_busy_ns(con, s) for s in timed}
-    window = sum(s.done_end_ns - s.done_start_ns for s in timed)
+    window = sum(s.window_end_ns - s.window_start_ns for s in timed)
     per_step_busy = sum(busy[s.pid] / s.timed for s in timed)
 
     def total(kind: str, field_: str = "ns") -> float:
@@ -223,7 +223,8 @@ def steady_metrics(con: duckdb.DuckDBPyConnection, series: list[StepSeries],
 
     transfer = total("transfer")
     return {
-        "step_ns": ("median step time", "ns", median(timed[0].periods_ns) if len(timed) == 1 else None),
+        "step_ns": ("mean step time", "ns", fmean(timed[0].periods_ns) if len(timed) == 1 else None),
+        "step_median_ns": ("median step time", "ns", median(timed[0].periods_ns) if len(timed) == 1 else None),
         "steps_timed": ("timed steps", "count", sum(s.timed for s in timed)),
         "step_busy_ns": ("GPU busy per step", "ns", per_step_busy),
         "step_utilization_pct": ("GPU utilization (steady state)", "pct", _share(sum(busy.values()), window)),
@@ -239,11 +240,11 @@ def steady_metrics(con: duckdb.DuckDBPyConnection, series: list[StepSeries],
 
 
 def steady_busy_ns(con: duckdb.DuckDBPyConnection, s: StepSeries) -> int:
-    """The process's GPU busy time (union over its operations) inside its steady window."""
+    """The process's GPU busy time (union over its operations) inside its timed window."""
     return con.execute(
         "SELECT coalesce(sum(least(end_ns, $e) - greatest(start_ns, $s)), 0)::BIGINT FROM gpu_busy "
         "WHERE pid = $pid AND end_ns > $s AND start_ns < $e",
-        {"pid": s.pid, "s": s.done_start_ns, "e": s.done_end_ns}).fetchone()[0]
+        {"pid": s.pid, "s": s.window_start_ns, "e": s.window_end_ns}).fetchone()[0]
 
 
 def metric_deltas(before: dict, after: dict) -> list[MetricDelta]:

@@ -10,9 +10,12 @@ from pathlib import Path
 
 from nsys_diagnose.compare.comparison import Comparison
 from nsys_diagnose.compare.deltas import ItemDelta, MetricDelta
+from nsys_diagnose.compare.distribution import Distribution
+from nsys_diagnose.compare.verdict import StepComparison
 from nsys_diagnose.units import duration, pct
 
-SCHEMA_VERSION = 1
+# 2: the effect is the mean step period (effect.metric), with the median and the step distribution beside it
+SCHEMA_VERSION = 2
 ITEM_LISTS = {"kernels": ("kernel", "graph"), "transfers": ("transfer",), "apis": ("api",), "nvtx": ("nvtx",)}
 JSON_ITEM_LIMIT = 500
 
@@ -38,11 +41,18 @@ def _item(d: ItemDelta) -> dict:
             "after_gpu_ns": _num(d.after_gpu_ns, 1)}
 
 
+def _step_comparison(p: StepComparison) -> dict:
+    out = {}
+    for k, v in asdict(p).items():
+        if isinstance(v, dict):  # a step distribution
+            out[k] = {kk: _num(vv) for kk, vv in v.items()}
+        else:
+            out[k] = _num(v, 6 if k == "p_value" else 3)
+    return out
+
+
 def to_dict(c: Comparison) -> dict:
-    effect = None
-    if c.effect is not None:
-        effect = {k: _num(v, 6 if k == "p_value" else 3) for k, v in asdict(c.effect).items()}
-        effect["metric"] = "median_step_ns"
+    effect = None if c.effect is None else _step_comparison(c.effect)
     out = {
         "schema_version": SCHEMA_VERSION,
         "kind": "comparison",
@@ -58,7 +68,7 @@ def to_dict(c: Comparison) -> dict:
                       "checks": [asdict(x) for x in c.preflight.checks]},
         "settings": asdict(c.settings),
         "scope": c.scope,
-        "processes": [{k: _num(v, 6 if k == "p_value" else 3) for k, v in asdict(p).items()} for p in c.processes],
+        "processes": [_step_comparison(p) for p in c.processes],
         "metrics": {"whole_run": [_metric(m) for m in c.metrics], "steady_state": [_metric(m) for m in c.steady]},
         "devices": [{k: _num(v) for k, v in d.items()} for d in c.devices],
         "process_metrics": [{k: _num(v) for k, v in d.items()} for d in c.process_metrics],
@@ -158,23 +168,7 @@ def render_markdown(c: Comparison, fail_pct: float | None = None) -> str:
     lines.append("")
 
     if c.processes:
-        lines += ["## Step time (steady state)", "",
-                  f"A step's time runs from one step's completion (host moved on and its GPU work done) to the "
-                  f"next. A change is called when the {c.settings.confidence * 100:.0f} % bootstrap interval of "
-                  f"the median's change excludes 0, the Mann-Whitney test gives p < {c.settings.alpha:g}, and the "
-                  f"median moved by at least {c.settings.min_effect_pct:g} %.", "",
-                  "| process (before -> after) | step | steps | median before | median after | change | "
-                  f"{c.settings.confidence * 100:.0f} % CI | p | verdict |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-        for p in c.processes:
-            ci = "n/a" if p.ci_low_pct is None else f"{p.ci_low_pct:+.1f} % to {p.ci_high_pct:+.1f} %"
-            pv = "n/a" if p.p_value is None else ("< 0.001" if p.p_value < 0.001 else f"{p.p_value:.3f}")
-            lines.append(f"| {p.before_pid} -> {p.after_pid} | `{_cell(p.step_name)}` | {p.before_steps} / "
-                         f"{p.after_steps} | {duration(p.before_median_ns)} ± {duration(p.before_mad_ns)} | "
-                         f"{duration(p.after_median_ns)} ± {duration(p.after_mad_ns)} | {p.change_pct:+.1f} % | "
-                         f"{ci} | "
-                         f"{pv} | {p.verdict} |")
-        lines += ["", "± is the median absolute deviation of the step times.", ""]
+        lines += _step_section(c)
 
     scope = c.scope
     if c.steady:
@@ -231,6 +225,48 @@ def render_markdown(c: Comparison, fail_pct: float | None = None) -> str:
     return "\n".join(lines + _notes(c))
 
 
+def _step_section(c: Comparison) -> list[str]:
+    level = f"{c.settings.confidence * 100:.0f} %"
+    lines = ["## Step time (steady state)", "",
+             "A step's time is the period between the first GPU operations of consecutive steps (the work the "
+             "host launched in each step, by correlation id): the step time on the GPU's timeline, which is the "
+             "host's when the host is the bottleneck and not the host's when it queues steps ahead. The mean "
+             "step time is the inverse of the throughput; a change of it is called when the "
+             f"{level} block-bootstrap interval of its change excludes 0 (blocks of consecutive steps, as "
+             f"steps come in bursts) and it moved by at least {c.settings.min_effect_pct:g} %. The median and "
+             "the rank test are shown beside it.", "",
+             f"| process (before -> after) | step | steps | mean before | mean after | change | {level} CI | "
+             "steps/s after / before | median before -> after | rank test p | verdict |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for p in c.processes:
+        ci = "n/a" if p.ci_low_pct is None else f"{p.ci_low_pct:+.1f} % to {p.ci_high_pct:+.1f} %"
+        pv = "n/a" if p.p_value is None else ("< 0.001" if p.p_value < 0.001 else f"{p.p_value:.3f}")
+        ratio = "n/a" if p.throughput_ratio is None else f"{p.throughput_ratio:.3g}x"
+        lines.append(f"| {p.before_pid} -> {p.after_pid} | `{_cell(p.step_name)}` | {p.before_steps} / "
+                     f"{p.after_steps} | {duration(p.before_mean_ns)} | {duration(p.after_mean_ns)} | "
+                     f"{p.change_pct:+.1f} % | {ci} | {ratio} | {duration(p.before_median_ns)} -> "
+                     f"{duration(p.after_median_ns)} ({p.median_change_pct:+.1f} %) | {pv} | {p.verdict} |")
+    lines += ["", "Step time distribution:", "",
+              "| process | run | steps | mean | p10 | p50 | p90 | max | long steps (over 2x the median) |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    notes = []
+    for p in c.processes:
+        for side, pid, d in (("before", p.before_pid, p.before_distribution), ("after", p.after_pid,
+                                                                               p.after_distribution)):
+            long = "none" if not d.long_steps else f"{d.long_steps}, {d.long_share_pct:.0f} % of the time"
+            lines.append(f"| {pid} | {side} | {d.steps} | {duration(d.mean_ns)} | {duration(d.p10_ns)} | "
+                         f"{duration(d.p50_ns)} | {duration(d.p90_ns)} | {duration(d.max_ns)} | {long} |")
+            if d.note:
+                notes.append(f"- {side.upper()} (pid {pid}): {d.note}.")
+    lines.append("")
+    return lines + (notes + [""] if notes else [])
+
+
+def _distribution_text(d: Distribution) -> str:
+    return (f"{d.steps} steps: mean {duration(d.mean_ns)}, p10 {duration(d.p10_ns)}, p50 {duration(d.p50_ns)}, "
+            f"p90 {duration(d.p90_ns)}, max {duration(d.max_ns)}" + (f"; {d.note}" if d.note else ""))
+
+
 def _notes(c: Comparison) -> list[str]:
     return ["## Notes", ""] + [f"- {_cell(n)}" for n in c.notes] + [""] if c.notes else []
 
@@ -255,7 +291,7 @@ def render_junit(c: Comparison, fail_pct: float | None = None) -> str:
     suite = ET.Element("testsuite", name="nsys-diagnose compare")
     props = ET.SubElement(suite, "properties")
     for name, value in (("verdict", c.verdict), ("before", c.before.path), ("after", c.after.path),
-                        ("change_pct", None if c.effect is None else f"{c.effect.change_pct:.3f}")):
+                        *_effect_properties(c.effect)):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=value)
     cases = []
@@ -275,6 +311,9 @@ def render_junit(c: Comparison, fail_pct: float | None = None) -> str:
         el.text = c.summary
     out = ET.SubElement(step, "system-out")
     out.text = c.summary
+    if c.effect is not None:
+        out.text += "".join(f"\n{side} step times: {_distribution_text(d)}" for side, d in
+                            (("BEFORE", c.effect.before_distribution), ("AFTER", c.effect.after_distribution)))
     cases.append(step)
     for case in cases:
         suite.append(case)
@@ -287,6 +326,21 @@ def render_junit(c: Comparison, fail_pct: float | None = None) -> str:
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _effect_properties(e: StepComparison | None) -> list[tuple[str, str | None]]:
+    if e is None:
+        return []
+    def fmt(x: float | None) -> str | None:
+        return None if x is None else f"{x:.3f}"
+    out = [("metric", e.metric), ("timeline", e.timeline), ("change_pct", fmt(e.change_pct)),
+           ("ci_low_pct", fmt(e.ci_low_pct)), ("ci_high_pct", fmt(e.ci_high_pct)),
+           ("before_mean_ns", fmt(e.before_mean_ns)), ("after_mean_ns", fmt(e.after_mean_ns)),
+           ("median_change_pct", fmt(e.median_change_pct))]
+    for side, d in (("before", e.before_distribution), ("after", e.after_distribution)):
+        out += [(f"{side}_{k}", fmt(getattr(d, k))) for k in ("p10_ns", "p50_ns", "p90_ns", "max_ns")]
+        out += [(f"{side}_long_steps", str(d.long_steps)), (f"{side}_tail_note", d.note)]
+    return out
 
 
 FORMATS = {"md": render_markdown, "json": render_json, "junit": render_junit}

@@ -1,19 +1,25 @@
-"""Per-step times of a run, from the shared `steps` and `steady_state` tables (sql/20_phases.sql).
+"""Per-step periods of a run, from the shared `steps` and `steady_state` tables (sql/20_phases.sql).
 
-A step's time here is the period between the completions of consecutive steps, where step i
-completes when the host has moved on to step i+1 *and* the GPU has finished the work launched
-in step i. This is what throughput sees, whichever side is the bottleneck:
-- CPU-bound (launch overhead, data loading): the host's step boundaries set the pace;
+A step's time here is the period between the first GPU operations of consecutive steps: the
+step time on the GPU's timeline (docs: critical-path.md, "The two timelines"). A step's GPU
+work is what the host launched inside it, found through the launch calls' correlation ids
+(`launch_start_ns` of `gpu_activity`), across all threads of the process (PyTorch runs
+backward on its own thread). This is the pace throughput sees whichever side is the bottleneck:
+- host-bound (launch overhead, data loading): each step's first kernel follows its launch by
+  a few microseconds, so the GPU's period is the host's;
 - GPU-bound with the host running ahead (it may queue every step and synchronize once at the
-  end): the host ranges are short and meaningless, the GPU's completions set the pace.
-GPU work belongs to the step in which the host launched it (its API call's start), across all
-threads of the process (PyTorch runs backward on its own thread). Steps found from a marker
-kernel (source 'repeated', name 'kernel ...') are on the GPU clock: their work is assigned by
-GPU start time instead.
+  end): the host's step starts are microseconds apart and say only how fast it enqueues; the
+  GPU starts step i+1 when it has worked through step i.
+The mean period over the timed steps telescopes: it is the window from the first timed step's
+first GPU operation to the next step's after the last timed one, divided by the steps.
+
+Steps found from a marker kernel (source 'repeated', name 'kernel ...') are on the GPU clock
+already: their work is assigned by GPU start time. A process with a step that launched no GPU
+work (host-only steps) is timed between the host's step starts instead (`timeline` 'host').
 
 Start-up is excluded: only steps inside the steady-state window are timed (the first step
 pays for lazy module loading, cuDNN/cuBLAS heuristics, allocator warm-up). The last step is
-not timed either: nothing bounds it but the end of the trace (teardown, a final sync).
+not timed either: no step follows it to bound its period.
 """
 
 from __future__ import annotations
@@ -22,23 +28,23 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+# One row per step: its host start, the next step's, and the earliest GPU start of the work
+# launched in between (the ASOF join gives each operation the last step that began before it).
 STEP_SQL = """
 WITH s AS (
-  SELECT pid, step, name, source, start_ns, end_ns,
+  SELECT pid, step, name, source, start_ns,
          lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns
   FROM steps),
 clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
 ops AS (
-  SELECT g.pid, g.end_ns,
-         CASE WHEN c.gpu_clock THEN g.start_ns ELSE coalesce(g.launch_start_ns, g.start_ns) END AS t
+  SELECT g.pid, g.start_ns,
+         CASE WHEN c.gpu_clock THEN g.start_ns ELSE g.launch_start_ns END AS t
   FROM gpu_activity g JOIN clock c USING (pid)),
 owned AS (
-  SELECT s.pid, s.step, max(o.end_ns) AS gpu_end_ns, count(*) AS ops
+  SELECT s.pid, s.step, min(o.start_ns) AS gpu_first_ns
   FROM ops o ASOF JOIN s ON o.pid = s.pid AND o.t >= s.start_ns
-  WHERE o.t < s.next_start_ns
   GROUP BY ALL)
-SELECT s.pid, s.step, s.name, s.source, s.start_ns, s.next_start_ns, o.gpu_end_ns, coalesce(o.ops, 0),
-       c.gpu_clock
+SELECT s.pid, s.step, s.name, s.source, s.start_ns, s.next_start_ns, o.gpu_first_ns, c.gpu_clock
 FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid)
 ORDER BY s.pid, s.step
 """
@@ -52,12 +58,12 @@ class StepSeries:
     name: str                    # the step's NVTX range (or marker) name
     source: str                  # how the steps were found: nvtx, repeated
     total_steps: int             # steps found, timed or not
-    periods_ns: list[int] = field(default_factory=list)  # one per timed step
+    periods_ns: list[int] = field(default_factory=list)  # one per timed step, on `timeline`
+    host_periods_ns: list[int] = field(default_factory=list)  # the same steps between host starts
+    timeline: str = "gpu"        # gpu: between first GPU operations; host: between host step starts
     first_step: int = 0          # number of the first timed step
-    window_start_ns: int = 0     # host (or GPU) time where the first timed step starts
-    window_end_ns: int = 0       # where the step after the last timed one starts
-    done_start_ns: int = 0       # completion of the step before the first timed one
-    done_end_ns: int = 0         # completion of the last timed step
+    window_start_ns: int = 0     # where the first timed step starts, on `timeline`
+    window_end_ns: int = 0       # where the step after the last timed one starts, on `timeline`
     gpu_clock: bool = False
 
     @property
@@ -79,38 +85,35 @@ def step_series(con: duckdb.DuckDBPyConnection) -> list[StepSeries]:
     if not has_step_tables(con):
         return []
     steady = dict(con.execute("SELECT pid, start_ns FROM steady_state WHERE method = 'steps'").fetchall())
-    rows = con.execute(STEP_SQL).fetchall()
     by_pid: dict[int, list] = {}
-    for r in rows:
+    for r in con.execute(STEP_SQL).fetchall():
         by_pid.setdefault(r[0], []).append(r)
-    out = []
-    for pid, steps in by_pid.items():
-        out.append(_series(pid, steps, steady.get(pid)))
+    out = [_series(pid, rows, steady.get(pid)) for pid, rows in by_pid.items()]
     return sorted(out, key=lambda s: (s.window_start_ns or 0, s.pid))
 
 
-def _series(pid: int, steps: list, steady_start: int | None) -> StepSeries:
-    name, source, gpu_clock = steps[0][2], steps[0][3], bool(steps[0][8])
-    series = StepSeries(pid=pid, name=name, source=source, total_steps=len(steps), gpu_clock=gpu_clock)
-    done: list[int | None] = []
-    last = None
-    for (_, _, _, _, start, next_start, gpu_end, _, _) in steps:
-        if next_start is None:  # the last step: unbounded
-            done.append(None)
-            continue
-        d = max(gpu_end or 0, next_start)
-        last = d if last is None else max(last, d)  # completions never go back in time
-        done.append(last)
-    for i in range(1, len(steps)):
-        step_no, start = steps[i][1], steps[i][4]
-        if done[i] is None or done[i - 1] is None:
-            continue
-        if steady_start is not None and start < steady_start:
-            continue
-        if not series.periods_ns:
-            series.first_step, series.window_start_ns, series.done_start_ns = step_no, start, done[i - 1]
-        series.periods_ns.append(done[i] - done[i - 1])
-        series.window_end_ns, series.done_end_ns = steps[i][5], done[i]
+def _series(pid: int, rows: list, steady_start: int | None) -> StepSeries:
+    name, source, gpu_clock = rows[0][2], rows[0][3], bool(rows[0][7])
+    series = StepSeries(pid=pid, name=name, source=source, total_steps=len(rows), gpu_clock=gpu_clock)
+    # step k is timed when it is in the steady state and a step follows it
+    timed = [k for k in range(1, len(rows) - 1) if steady_start is None or rows[k][4] >= steady_start]
+    if not timed:
+        return series
+    host = [r[4] for r in rows]
+    bounds = range(timed[0], timed[-1] + 2)  # the timed steps' starts and the one after the last
+    on_gpu = all(rows[k][6] is not None for k in bounds)
+    starts = host
+    if on_gpu:
+        starts = [0] * len(rows)
+        latest = None
+        for k in bounds:  # a later step's first operation never precedes an earlier one's
+            latest = rows[k][6] if latest is None else max(latest, rows[k][6])
+            starts[k] = latest
+    series.timeline = "gpu" if on_gpu else "host"
+    series.first_step = rows[timed[0]][1]
+    series.periods_ns = [starts[k + 1] - starts[k] for k in timed]
+    series.host_periods_ns = [host[k + 1] - host[k] for k in timed]
+    series.window_start_ns, series.window_end_ns = starts[timed[0]], starts[timed[-1] + 1]
     return series
 
 
