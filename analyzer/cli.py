@@ -55,6 +55,7 @@ def cli() -> None:
     nsys-diagnose rules                    list the rules
     nsys-diagnose explain gpu-idle-gaps    one rule's documentation
     nsys-diagnose compare BEFORE AFTER     did a change help? noise-aware verdict and deltas
+    nsys-diagnose schema report            the JSON Schema of the report (or: compare)
     """
 
 
@@ -131,6 +132,34 @@ def explain_cmd(rule_id: str, rule_dirs) -> None:
     if r.docs.references:
         lines += ["", "References:"] + [f"  {u}" for u in r.docs.references]
     click.echo("\n".join(lines))
+
+
+@cli.command("schema")
+@click.argument("name", required=False, type=click.Choice(["report", "compare"]))
+@click.option("--write", is_flag=True, help="Regenerate the schema files of a source checkout "
+              "(analyzer/schemas/ and docs/schemas/) from the models.")
+@click.option("--check", is_flag=True, help="Exit 1 when a schema file differs from the models.")
+def schema_cmd(name: str | None, write: bool, check: bool) -> None:
+    """Print the JSON Schema of the report (`--format json`) or of the compare result, as
+    generated from the models; --write regenerates the shipped files, --check verifies them."""
+    from nsys_diagnose import contracts
+
+    names = [name] if name else list(contracts.NAMES)
+    if write:
+        for n in names:
+            for path in contracts.source_copies(n):
+                write_atomic(path, contracts.text(n))
+                click.echo(f"wrote {path}", err=True)
+    elif check:
+        stale = contracts.stale(names)
+        for path in stale:
+            click.echo(f"{path}: differs from the model; regenerate with `python -m nsys_diagnose schema --write`",
+                       err=True)
+        sys.exit(1 if stale else 0)
+    elif name is None:
+        raise UsageError("schema: name one of report, compare (or give --write or --check)")
+    else:
+        click.echo(contracts.text(name), nl=False)
 
 
 cli.add_command(compare_command)
