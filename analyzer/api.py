@@ -151,7 +151,7 @@ class Trace:
         report = self._report(rules, overrides, chosen)
         return Analysis(self, report, rules, overrides)
 
-    def _report(self, rules: dict[str, Rule], overrides, select) -> Report:
+    def _report(self, rules: dict[str, Rule], overrides, select, *, timeline: bool = False) -> Report:
         from nsys_diagnose.report_cache import ReportCache, report_key
 
         if self._trace is None:
@@ -160,10 +160,11 @@ class Trace:
         cache = key = None
         if self._use_cache and self.path.is_file():
             cache = ReportCache(self._cache_dir or default_cache_dir())
-            key = report_key(self.path, rules, overrides, select, self._reader_option, False)
+            key = report_key(self.path, rules, overrides, select, self._reader_option, timeline)
             if (cached := cache.get(key)) is not None:
                 return cached
-        report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, select))
+        report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, select,
+                                                                        timeline=timeline))
         if cache is not None:
             cache.put(key, report)
         return report

@@ -19,7 +19,7 @@ from nsys_diagnose.engine.model import SEVERITY_RANK, Report
 from nsys_diagnose.engine.runner import parse_overrides
 from nsys_diagnose.errors import DiagnoseError, UsageError
 from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
-from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
+from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -73,9 +73,14 @@ def cli() -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
 @click.option("--reader", type=click.Choice(["auto", "scanner", "sqlite3"]), default="auto", show_default=True,
               help="How to read the export: DuckDB's sqlite extension, or Python's sqlite3.")
+@click.option("--tables-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Also write every rule's full result rows here, one file per rule.")
+@click.option("--tables-format", type=click.Choice(TABLE_FORMATS), default="csv", show_default=True,
+              help="File format of --tables-dir.")
 @batch_options
 def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dirs, sets, select, fail_on: str,
-                no_cache: bool, cache_dir: Path | None, reader: str, **batch) -> None:
+                no_cache: bool, cache_dir: Path | None, reader: str, tables_dir: Path | None, tables_format: str,
+                **batch) -> None:
     """Analyze one export (.sqlite from `nsys export --type sqlite`), or a batch: a folder, several
     paths or a glob; a batch writes <name>.json + <name>.md per input and summary.md,
     reports.parquet and findings.parquet into -o DIR (default ./nsys-diagnose-out)."""
@@ -85,20 +90,41 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
     if unknown:
         raise UsageError(f"--select: no rule {', '.join(unknown)} (see `nsys-diagnose rules`)")
     if is_batch(paths):
+        if tables_dir:
+            raise UsageError("--tables-dir: works on one export (a batch writes findings.parquet instead)")
         sys.exit(run_batch(paths, output=output, fmt=fmt, rules=rules, overrides=overrides,
                            select=list(select) or None, fail_on=fail_on, use_cache=not no_cache,
                            cache_dir=cache_dir, reader=reader, **batch))
     path = paths[0]
     if output:
         refuse_overwriting_inputs(output, [path])
-    report = analyze(path, rules=rules, overrides=overrides, select=list(select) or None,
-                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
+    if tables_dir:
+        report = analyze_with_tables(path, rules, overrides, list(select) or None, tables_dir, tables_format,
+                                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
+                                     timeline=fmt in NEEDS_TIMELINE)
+    else:
+        report = analyze(path, rules=rules, overrides=overrides, select=list(select) or None,
+                         use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
     text = FORMATS[fmt](report)
     if output:
         write_atomic(output, text)
     else:
         click.echo(text, nl=False)
     sys.exit(1 if fail_level_reached(report, fail_on) else 0)
+
+
+def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt: str, **options) -> Report:
+    """The report and, from the same open trace, every rule's full rows under `folder`."""
+    from nsys_diagnose.api import Trace
+    from nsys_diagnose.report.tables import write_tables
+
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder}: --tables-dir must be a folder, and this is a file")
+    timeline = options.pop("timeline")
+    with Trace(path, **options) as trace:
+        report = trace._report(rules, overrides, select, timeline=timeline)
+        write_tables(trace.con, report, rules, overrides, folder, fmt)
+    return report
 
 
 @cli.command("rules")
