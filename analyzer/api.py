@@ -146,7 +146,7 @@ class Trace:
         """
         rules = load_rules([Path(d) for d in rule_dirs])
         overrides = overrides_from(params, rules)
-        chosen = resolve(rules, select, ignore, origin="select")
+        chosen = resolve(rules, select, ignore, origin="select", ignore_origin="ignore")
         rules = with_severities(rules, dict(severity or {}), origin="severity")
         report = self._report(rules, overrides, chosen)
         return Analysis(self, report, rules, overrides)

@@ -29,15 +29,18 @@ def _matches(rules: dict[str, Rule], names: Iterable[str], option: str) -> set[s
 
 
 def resolve(rules: dict[str, Rule], select: Iterable[str] | None = None,
-            ignore: Iterable[str] | None = None, *, origin: str = "--select") -> list[str] | None:
-    """The rule ids to run, in catalog order; None means every rule (nothing selected or ignored)."""
+            ignore: Iterable[str] | None = None, *, origin: str = "--select",
+            ignore_origin: str = "--ignore") -> list[str] | None:
+    """The rule ids to run, in catalog order; None means every rule (nothing selected or ignored).
+    `origin` and `ignore_origin` name where each list came from, for the error messages."""
     select, ignore = list(select or []), list(ignore or [])
     if not select and not ignore:
         return None
     chosen = _matches(rules, select, origin) if select else set(rules)
-    chosen -= _matches(rules, ignore, origin.replace("select", "ignore"))
+    chosen -= _matches(rules, ignore, ignore_origin)
     if not chosen:
-        raise UsageError(f"{origin}: the selection leaves no rule to run")
+        where = " and ".join(o for o, given in ((origin, select), (ignore_origin, ignore)) if given)
+        raise UsageError(f"{where}: the selection leaves no rule to run")
     return [rule_id for rule_id in rules if rule_id in chosen]
 
 
