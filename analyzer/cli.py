@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
 from nsys_diagnose.errors import DiagnoseError, UsageError
 from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
-from nsys_diagnose.report import github
+from nsys_diagnose.report import github, terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
 from nsys_diagnose.report.formats import render as render_format
 
@@ -127,11 +128,18 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
     text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on)
     if output:
         write_atomic(output, text)
+    elif fmt == "md" and terminal.wanted(sys.stdout):
+        terminal.show(text, full_report=full_report_command())
     else:
         click.echo(text, nl=False)
     if fmt == "github":
         github.write_step_summary(report)
     sys.exit(1 if fail_level_reached(report, opts.fail_on) else 0)
+
+
+def full_report_command() -> str:
+    """This command line, writing the whole report to a file (the terminal shows one screen)."""
+    return shlex.join(["nsys-diagnose", *sys.argv[1:], "-o", "report.md"])
 
 
 def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt: str, **options) -> Report:
