@@ -104,6 +104,8 @@ def test_config_rule_folders_are_relative_to_the_file(project, tmp_path):
     assert ran(doc) == {"team-hot-kernels"}
     listed = json.loads(call_cli("rules", "--format", "json").stdout)
     assert "team-hot-kernels" in {r["id"] for r in listed}
+    assert call_cli("explain", "team-hot-kernels").stdout.startswith("team-hot-kernels: ")
+    assert "team-hot-kernels" not in call_cli("rules", "--no-config").stdout
 
 
 @pytest.mark.parametrize("text,needle", [

@@ -87,3 +87,15 @@ def test_schema_command():
     assert call_cli("schema", "--check").returncode == 0
     r = call_cli("schema")
     assert r.returncode == 2 and "name one of report, compare" in r.stderr
+
+
+def test_schema_write_regenerates_every_copy(tmp_path, monkeypatch):
+    copies = {name: [tmp_path / "package" / f"{name}.json", tmp_path / "docs" / f"{name}.json"]
+              for name in contracts.NAMES}
+    monkeypatch.setattr(contracts, "source_copies", lambda name: copies[name])
+    assert len(contracts.stale()) == 4  # none written yet
+    assert call_cli("schema", "--check").returncode == 1
+    r = call_cli("schema", "--write")
+    assert r.returncode == 0 and r.stderr.count("wrote ") == 4
+    assert contracts.stale() == [] and call_cli("schema", "--check").returncode == 0
+    assert json.loads(copies["report"][1].read_text()) == contracts.schema("report")
