@@ -5,7 +5,9 @@ Exit codes: 0 no finding at or above --fail-on; 1 one is; 2 usage or input error
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,12 +16,15 @@ from nsys_diagnose import __version__
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.batch.options import batch_options, is_batch, run_batch
 from nsys_diagnose.compare.command import compare_command
+from nsys_diagnose.config import ProjectConfig, run_options
+from nsys_diagnose.config import load as load_config
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.engine.model import SEVERITY_RANK, Report
-from nsys_diagnose.engine.runner import parse_overrides
+from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
 from nsys_diagnose.errors import DiagnoseError, UsageError
 from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
-from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
+from nsys_diagnose.report import github, terminal
+from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
+from nsys_diagnose.report.formats import render as render_format
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -55,65 +60,134 @@ def cli() -> None:
     nsys-diagnose rules                    list the rules
     nsys-diagnose explain gpu-idle-gaps    one rule's documentation
     nsys-diagnose compare BEFORE AFTER     did a change help? noise-aware verdict and deltas
+    nsys-diagnose schema report            the JSON Schema of the report (or: compare)
     """
+
+
+config_option = click.option("--no-config", is_flag=True,
+                             help="Ignore the [tool.nsys-diagnose] table of the nearest pyproject.toml.")
+
+
+def project_config(no_config: bool) -> ProjectConfig:
+    return ProjectConfig() if no_config else load_config()
 
 
 @cli.command("analyze")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice([*sorted(FORMATS), *CI_FORMATS]), default="md", show_default=True,
+              help="md, json, html; for CI: github (annotations + job summary), sarif, junit.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Write the report here (atomically); for a batch, the output folder.")
 @rules_option
 @click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
-@click.option("--select", multiple=True, metavar="ID", help="Run only these rules; may repeat.")
-@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]), default="error",
-              show_default=True, help="Exit 1 when a finding reaches this severity.")
+@click.option("--select", multiple=True, metavar="ID|CATEGORY", help="Run only these rules or categories; may repeat.")
+@click.option("--ignore", multiple=True, metavar="ID|CATEGORY", help="Do not run these rules or categories; may repeat.")
+@click.option("--severity", "severities", multiple=True, metavar="ID=LEVEL",
+              help="Give every finding of a rule (or category) this severity: info, warning, error; may repeat.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]),
+              help="Exit 1 when a finding reaches this severity.  [default: error]")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache (nor, for a batch, the result cache).")
 @click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
 @click.option("--reader", type=click.Choice(["auto", "scanner", "sqlite3"]), default="auto", show_default=True,
               help="How to read the export: DuckDB's sqlite extension, or Python's sqlite3.")
+@click.option("--tables-dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Also write every rule's full result rows here, one file per rule.")
+@click.option("--tables-format", type=click.Choice(TABLE_FORMATS), default="csv", show_default=True,
+              help="File format of --tables-dir.")
+@config_option
 @batch_options
-def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dirs, sets, select, fail_on: str,
-                no_cache: bool, cache_dir: Path | None, reader: str, **batch) -> None:
+def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dirs, sets, select, ignore, severities,
+                fail_on: str | None, no_cache: bool, cache_dir: Path | None, reader: str, tables_dir: Path | None,
+                tables_format: str, no_config: bool, **batch) -> None:
     """Analyze one export (.sqlite from `nsys export --type sqlite`), or a batch: a folder, several
     paths or a glob; a batch writes <name>.json + <name>.md per input and summary.md,
-    reports.parquet and findings.parquet into -o DIR (default ./nsys-diagnose-out)."""
-    rules = load_rules(rule_dirs)
-    overrides = parse_overrides(sets, rules)
-    unknown = [s for s in select if s not in rules]
-    if unknown:
-        raise UsageError(f"--select: no rule {', '.join(unknown)} (see `nsys-diagnose rules`)")
+    reports.parquet and findings.parquet into -o DIR (default ./nsys-diagnose-out).
+
+    Defaults come from the [tool.nsys-diagnose] table of the nearest pyproject.toml (select,
+    ignore, params, severity, fail-on, rules); flags given here win."""
+    opts = run_options(project_config(no_config), rule_dirs=rule_dirs, sets=sets, select=select, ignore=ignore,
+                       severities=severities, fail_on=fail_on)
+    rules, overrides, chosen = opts.rules, opts.overrides, opts.select
     if is_batch(paths):
-        sys.exit(run_batch(paths, output=output, fmt=fmt, rules=rules, overrides=overrides,
-                           select=list(select) or None, fail_on=fail_on, use_cache=not no_cache,
-                           cache_dir=cache_dir, reader=reader, **batch))
+        if tables_dir:
+            raise UsageError("--tables-dir: works on one export (a batch writes findings.parquet instead)")
+        if fmt in CI_FORMATS:
+            raise UsageError(f"--format {fmt}: works on one export (a batch writes md, json or html per input)")
+        sys.exit(run_batch(paths, output=output, fmt=fmt, rules=rules, overrides=overrides, select=chosen,
+                           fail_on=opts.fail_on, use_cache=not no_cache, cache_dir=cache_dir, reader=reader, **batch))
     path = paths[0]
     if output:
         refuse_overwriting_inputs(output, [path])
-    report = analyze(path, rules=rules, overrides=overrides, select=list(select) or None,
-                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
-    text = FORMATS[fmt](report)
+    if tables_dir:
+        report = analyze_with_tables(path, rules, overrides, chosen, tables_dir, tables_format,
+                                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
+                                     timeline=fmt in NEEDS_TIMELINE)
+    else:
+        report = analyze(path, rules=rules, overrides=overrides, select=chosen,
+                         use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
+    text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on)
     if output:
         write_atomic(output, text)
+    elif fmt == "md" and terminal.wanted(sys.stdout):
+        terminal.show(text, full_report=full_report_command())
     else:
         click.echo(text, nl=False)
-    sys.exit(1 if fail_level_reached(report, fail_on) else 0)
+    if fmt == "github":
+        github.write_step_summary(report)
+    sys.exit(1 if fail_level_reached(report, opts.fail_on) else 0)
+
+
+def full_report_command() -> str:
+    """This command line, writing the whole report to a file (the terminal shows one screen)."""
+    return shlex.join(["nsys-diagnose", *sys.argv[1:], "-o", "report.md"])
+
+
+def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt: str, **options) -> Report:
+    """The report and, from the same open trace, every rule's full rows under `folder`."""
+    from nsys_diagnose.api import Trace
+    from nsys_diagnose.report.tables import write_tables
+
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder}: --tables-dir must be a folder, and this is a file")
+    timeline = options.pop("timeline")
+    with Trace(path, **options) as trace:
+        report = trace._report(rules, overrides, select, timeline=timeline)
+        write_tables(trace.con, report, rules, overrides, folder, fmt)
+    return report
 
 
 @cli.command("rules")
 @rules_option
-def rules_cmd(rule_dirs) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per rule; json: every rule's fields, parameters and documentation.")
+@config_option
+def rules_cmd(rule_dirs, fmt: str, no_config: bool) -> None:
     """List the rules: id, severity, category and summary."""
-    for rule in sorted(load_rules(rule_dirs).values(), key=lambda r: (r.category, r.id)):
+    cfg = project_config(no_config)
+    rules = sorted(load_rules([*cfg.rule_dirs(), *rule_dirs]).values(), key=lambda r: (r.category, r.id))
+    if fmt == "json":
+        click.echo(json.dumps([rule_entry(r) for r in rules], indent=2, ensure_ascii=False))
+        return
+    for rule in rules:
         click.echo(f"{rule.id:<28} {rule.severity:<8} {rule.category:<10} {rule.summary}")
+
+
+def rule_entry(rule: Rule) -> dict:
+    """A rule as `rules --format json` lists it: what a tool needs to show or configure it."""
+    return {"id": rule.id, "title": rule.title, "category": rule.category, "severity": rule.severity,
+            "status": rule.status, "summary": rule.summary, "docs": rule.docs.model_dump(mode="json"),
+            "requires": rule.requires, "requires_any": rule.requires_any,
+            "params": {n: p.model_dump(mode="json") for n, p in rule.params.items()},
+            "columns": rule.columns, "source": rule.source}
 
 
 @cli.command("explain")
 @click.argument("rule_id")
 @rules_option
-def explain_cmd(rule_id: str, rule_dirs) -> None:
+@config_option
+def explain_cmd(rule_id: str, rule_dirs, no_config: bool) -> None:
     """Print one rule's documentation: what, why, fix, parameters, output columns."""
-    rules = load_rules(rule_dirs)
+    rules = load_rules([*project_config(no_config).rule_dirs(), *rule_dirs])
     if rule_id not in rules:
         raise UsageError(f"no rule '{rule_id}' (see `nsys-diagnose rules`)")
     r = rules[rule_id]
@@ -131,6 +205,34 @@ def explain_cmd(rule_id: str, rule_dirs) -> None:
     if r.docs.references:
         lines += ["", "References:"] + [f"  {u}" for u in r.docs.references]
     click.echo("\n".join(lines))
+
+
+@cli.command("schema")
+@click.argument("name", required=False, type=click.Choice(["report", "compare"]))
+@click.option("--write", is_flag=True, help="Regenerate the schema files of a source checkout "
+              "(analyzer/schemas/ and docs/schemas/) from the models.")
+@click.option("--check", is_flag=True, help="Exit 1 when a schema file differs from the models.")
+def schema_cmd(name: str | None, write: bool, check: bool) -> None:
+    """Print the JSON Schema of the report (`--format json`) or of the compare result, as
+    generated from the models; --write regenerates the shipped files, --check verifies them."""
+    from nsys_diagnose import contracts
+
+    names = [name] if name else list(contracts.NAMES)
+    if write:
+        for n in names:
+            for path in contracts.source_copies(n):
+                write_atomic(path, contracts.text(n))
+                click.echo(f"wrote {path}", err=True)
+    elif check:
+        stale = contracts.stale(names)
+        for path in stale:
+            click.echo(f"{path}: differs from the model; regenerate with `python -m nsys_diagnose schema --write`",
+                       err=True)
+        sys.exit(1 if stale else 0)
+    elif name is None:
+        raise UsageError("schema: name one of report, compare (or give --write or --check)")
+    else:
+        click.echo(contracts.text(name), nl=False)
 
 
 cli.add_command(compare_command)

@@ -1,0 +1,52 @@
+"""--format github: GitHub Actions workflow commands, one annotation per finding
+(`::warning title=...::message`), and the Markdown report appended to the job summary page
+($GITHUB_STEP_SUMMARY) when the job provides one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nsys_diagnose.engine.model import Report
+from nsys_diagnose.report import markdown
+from nsys_diagnose.units import duration
+
+COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _data(text: str) -> str:
+    """A workflow command's message: % and line breaks are escaped (GitHub decodes them)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, title: str, message: str) -> str:
+    return f"::{COMMAND[level]} title={_property(title)}::{_data(message)}"
+
+
+def render(report: Report) -> str:
+    name = Path(report.input.path).name
+    lines = []
+    for f in report.findings:
+        stake = f" (at stake {duration(f.impact_ns)})" if f.impact_ns is not None else ""
+        lines.append(annotation(f.severity, f"nsys-diagnose {f.rule_id}{stake}: {name}",
+                                f"{f.message}\nFix: {f.fix.strip()}"))
+    for r in report.rules:
+        if r.status == "error":
+            lines.append(annotation("warning", f"nsys-diagnose: rule {r.id} failed: {name}", r.reason or ""))
+    if not report.findings:
+        lines.append(annotation("info", f"nsys-diagnose: {name}", report.headline))
+    return "\n".join(lines) + "\n"
+
+
+def write_step_summary(report: Report) -> Path | None:
+    """Append the Markdown report to $GITHUB_STEP_SUMMARY (the job's summary page), if set."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as f:
+        f.write(markdown.render(report) + "\n")
+    return Path(target)
