@@ -1,4 +1,4 @@
-"""The compare JSON (`compare --format json`, schema_version 1) as pydantic models: the published
+"""The compare JSON (`compare --format json`, schema_version 2) as pydantic models: the published
 contract. render.to_dict() builds the document; a test validates real documents against these
 models and the JSON Schema generated from them (analyzer/schemas/compare.schema.json), so the
 two cannot drift apart. Times are ns, shares and changes %."""
@@ -16,21 +16,45 @@ class Closed(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Distribution(Closed):
+    """One run's step periods: quantiles, the mean, and a note when a few long steps dominate."""
+
+    steps: int
+    mean_ns: float
+    p10_ns: float
+    p50_ns: float
+    p90_ns: float
+    max_ns: float
+    long_steps: int = Field(description="steps much longer than the median")
+    long_share_pct: float = Field(description="their share of the total time, %")
+    note: str | None
+
+
 class StepEffect(Closed):
-    """BEFORE's and AFTER's step times of one process pair (pids differ between runs)."""
+    """BEFORE's and AFTER's step periods of one process pair (pids differ between runs)."""
 
     before_pid: int
     after_pid: int
     step_name: str
+    metric: str = Field(description="what change_pct is the change of (mean_step_period_ns)")
+    timeline: str = Field(description="gpu (first GPU operations of the steps) or host (host step starts)")
     before_steps: int = Field(description="timed steps")
     after_steps: int
+    before_mean_ns: float
+    after_mean_ns: float
+    change_pct: float | None = Field(description="relative change of the mean step period")
+    ci_low_pct: float | None = Field(description="block-bootstrap interval of change_pct, low end")
+    ci_high_pct: float | None
+    throughput_ratio: float | None = Field(description="AFTER's steps per second over BEFORE's")
     before_median_ns: float
     after_median_ns: float
-    before_mad_ns: float = Field(description="median absolute deviation of the step times")
+    median_change_pct: float
+    before_mad_ns: float = Field(description="median absolute deviation of the step periods")
     after_mad_ns: float
-    change_pct: float | None = Field(description="relative change of the median step time")
-    ci_low_pct: float | None = Field(description="bootstrap interval of change_pct, low end")
-    ci_high_pct: float | None
+    before_host_mean_ns: float = Field(description="the same steps between the host's step starts")
+    after_host_mean_ns: float
+    before_distribution: Distribution
+    after_distribution: Distribution
     p_value: float | None = Field(description="two-sided Mann-Whitney rank test")
     test: str | None
     prob_after_faster: float | None = Field(description="P(a random AFTER step is shorter than a BEFORE one)")
@@ -41,8 +65,6 @@ class StepEffect(Closed):
 class Effect(StepEffect):
     """The effect the verdict rests on."""
 
-    metric: Literal["median_step_ns"]
-
 
 class StepsFound(Closed):
     pid: int
@@ -51,6 +73,7 @@ class StepsFound(Closed):
     steps: int
     timed: int
     first_timed_step: int | None
+    timeline: str = Field(description="gpu or host: the timeline the step periods are measured on")
 
 
 class Run(Closed):
@@ -156,7 +179,7 @@ class Findings(Closed):
 class Comparison(Closed):
     """`nsys-diagnose compare BEFORE AFTER --format json`."""
 
-    schema_version: Literal[1]
+    schema_version: Literal[2]
     kind: Literal["comparison"]
     tool: dict[str, str]
     verdict: Verdict
