@@ -12,6 +12,7 @@ import typing
 from importlib import resources
 from pathlib import Path
 
+from nsys_diagnose.errors import UsageError
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
@@ -69,13 +70,14 @@ def shipped(name: str) -> Path:
 
 
 def source_copies(name: str) -> list[Path]:
-    """Where `schema --write` writes: the package's schemas/ and, in a source checkout, docs/schemas/."""
+    """Where `schema --write` writes: the package's schemas/ and docs/schemas/ of the source
+    checkout the package is installed from (an editable install); an installed wheel has none."""
     package = Path(str(resources.files("nsys_diagnose")))
-    out = [package / "schemas" / file_name(name)]
     root = package.parent
-    if (root / "pyproject.toml").is_file() and (root / "docs").is_dir():
-        out.append(root / "docs" / "schemas" / file_name(name))
-    return out
+    if not ((root / "pyproject.toml").is_file() and (root / "docs").is_dir()):
+        raise UsageError(f"{package}: not a source checkout; the schemas are regenerated in the repository "
+                         "(with an editable install: pip install -e .)")
+    return [package / "schemas" / file_name(name), root / "docs" / "schemas" / file_name(name)]
 
 
 def stale(names=NAMES) -> list[str]:

@@ -133,31 +133,33 @@ def test_closed_trace(tmp_path):
     assert len(r.findings_df()) == len(r.report.findings)  # the report outlives the trace
 
 
-def test_budget_df_reads_the_budget_where_the_report_has_one(analysis):
-    fields = type(analysis.report).model_fields
-    if "budget" not in fields:
-        with pytest.warns(UserWarning, match="no step-time budget"):
-            assert analysis.budget_df().is_empty()
-        from pydantic import BaseModel
-
-        class Row(BaseModel):
-            device_id: int
-            cause: str
-            ns: int
-            pct: float
-
-        class WithBudget(Report):
-            budget: list[Row] = []
-
-        report = WithBudget(**analysis.report.model_dump(), budget=[Row(device_id=0, cause="idle", ns=5, pct=1.5)])
-        analysis = nsys_diagnose.Analysis(analysis.trace, report, analysis.rules, analysis.overrides)
+def test_budget_df_reads_the_budget(analysis):
+    report = analysis.report
+    assert report.budget, "the export has a steady state, so a budget"
     df = analysis.budget_df()
-    assert len(df) == len(analysis.report.budget)
+    assert len(df) == len(report.budget) and {"device_id", "pid", "kind", "cause", "ns", "pct"} <= set(df.columns)
+    assert df["ns"].dtype == pl.Int64
+    steady = analysis.steady_df()
+    for s in report.steady:  # a (device, pid)'s slices add up to its steady-state window
+        assert df.filter((pl.col("pid") == s.pid) & (pl.col("device_id") == s.device_id))["ns"].sum() == s.window_ns
+    assert len(steady) == len(report.steady)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        empty = nsys_diagnose.Analysis(analysis.trace, analysis.report.model_copy(update={"budget": []}),
+        empty = nsys_diagnose.Analysis(analysis.trace, report.model_copy(update={"budget": []}),
                                        analysis.rules, analysis.overrides).budget_df()
     assert empty.is_empty() and empty.columns == df.columns  # typed columns even without rows
+
+
+def test_budget_df_of_a_report_without_a_budget(analysis):
+    from pydantic import BaseModel
+
+    class OlderReport(BaseModel):  # a Report from before the budget
+        headline: str = "h"
+        findings: list = []
+
+    older = nsys_diagnose.Analysis(analysis.trace, OlderReport(), analysis.rules, analysis.overrides)
+    with pytest.warns(UserWarning, match="no step-time budget"):
+        assert older.budget_df().is_empty()
 
 
 def test_to_pandas(analysis, monkeypatch):

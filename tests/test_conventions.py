@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -127,13 +128,22 @@ def test_format_github_annotations_and_job_summary(tmp_path, monkeypatch):
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    r = call_cli(EXPORT, "--format", "github", "--select", "transfer-share", "--select", "memory-headroom")
+    chosen = ("--select", "transfer-share", "--select", "memory-headroom")
+    _, doc = analyze_json(*chosen)
+    r = call_cli(EXPORT, "--format", "github", *chosen)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("::warning title=nsys-diagnose transfer-share (at stake 102 ms)%3A dataloader_bound")
-    assert "::Host-to-Device copies take 77.6 %25 of GPU busy time" in lines[0] and "%0AFix: " in lines[0]
-    assert lines[1].startswith("::notice title=nsys-diagnose memory-headroom%3A ")
-    assert len(lines) == 2 and all("\n" not in x for x in lines)
+    assert len(lines) == len(doc["findings"]) >= 2
+    command = {"error": "error", "warning": "warning", "info": "notice"}
+    for line, f in zip(lines, doc["findings"]):
+        assert line.startswith(f"::{command[f['severity']]} title=nsys-diagnose {f['rule_id']}"), line
+        title, message = line.split("::", 2)[1:]
+        assert title.endswith("%3A dataloader_bound.sqlite")
+        assert message.startswith(f["message"].replace("%", "%25")) and "%0AFix: " in message
+    first = doc["findings"][0]
+    assert first["rule_id"] == "transfer-share" and "77.6 %25 of GPU busy time" in lines[0]
+    stake = first.get("recoverable_ns") or first["impact_ns"]
+    assert re.search(r"\((recoverable|at stake) [\d.]+ ms\)", lines[0]) and stake > 0
     text = summary.read_text()
     assert text.startswith("earlier step\n# nsys-diagnose: dataloader_bound.sqlite")  # appended
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
@@ -142,43 +152,47 @@ def test_format_github_annotations_and_job_summary(tmp_path, monkeypatch):
 
 
 def test_format_sarif(tmp_path):
+    _, doc = analyze_json("--select", "memory")
     r = call_cli(EXPORT, "--format", "sarif", "--select", "memory", "-o", tmp_path / "r.sarif")
     assert r.returncode == 0, r.stderr
-    doc = json.loads((tmp_path / "r.sarif").read_text())
-    assert doc["version"] == "2.1.0" and doc["$schema"].endswith("sarif-2.1.0.json")
-    (run,) = doc["runs"]
+    sarif = json.loads((tmp_path / "r.sarif").read_text())
+    assert sarif["version"] == "2.1.0" and sarif["$schema"].endswith("sarif-2.1.0.json")
+    (run,) = sarif["runs"]
     rules = run["tool"]["driver"]["rules"]
     assert run["tool"]["driver"]["name"] == "nsys-diagnose"
     assert {x["id"] for x in rules} == set(RULES)  # the whole catalog
     for rule in rules:
         assert rule["shortDescription"]["text"] and rule["help"]["text"]
         assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
-    assert [x["ruleId"] for x in run["results"]] == ["transfer-share", "pageable-memcpy", "memory-headroom"]
-    for result in run["results"]:
+    assert [x["ruleId"] for x in run["results"]] == [f["rule_id"] for f in doc["findings"]]
+    level = {"error": "error", "warning": "warning", "info": "note"}
+    for result, f in zip(run["results"], doc["findings"]):
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
-        assert result["level"] in ("error", "warning", "note") and result["message"]["text"]
+        assert result["level"] == level[f["severity"]] and result["message"]["text"] == f["message"]
         (location,) = result["locations"]
         assert location["physicalLocation"]["artifactLocation"]["uri"] == "fixtures/exports/dataloader_bound.sqlite"
         assert len(result["partialFingerprints"]["nsysDiagnoseFinding/v1"]) == 32
-    assert run["results"][-1]["level"] == "note"  # info
     assert run["artifacts"][0]["length"] == EXPORT.stat().st_size
 
 
 def test_format_junit_one_case_per_rule():
-    def suite(*args):
-        r = call_cli(EXPORT, "--format", "junit", "--select", "memory", *args)
-        return r.returncode, ET.fromstring(r.stdout)
-
-    code, root = suite()
-    cases = {c.get("name"): c for c in root.iter("testcase")}
-    assert code == 0 and set(cases) == {r.id for r in RULES.values() if r.category == "memory"}
-    assert root.get("failures") == "0"  # --fail-on error: warnings do not fail
-    assert cases["transfer-share"].find("system-out").text.startswith("warning: Host-to-Device copies")
-    code, root = suite("--fail-on", "warning")
-    failed = {c.get("name") for c in root.iter("testcase") if c.find("failure") is not None}
-    assert code == 1 and failed == {"transfer-share", "pageable-memcpy"} and root.get("failures") == "2"
-    code, root = suite("--fail-on", "info")
-    assert code == 1 and root.get("failures") == "3"
+    _, doc = analyze_json("--select", "memory")
+    rank = {"info": 0, "warning": 1, "error": 2}
+    for fail_on in ("error", "warning", "info", "never"):
+        r = call_cli(EXPORT, "--format", "junit", "--select", "memory", "--fail-on", fail_on)
+        root = ET.fromstring(r.stdout)
+        cases = {c.get("name"): c for c in root.iter("testcase")}
+        assert set(cases) == {x["id"] for x in doc["rules"]}
+        expected = set() if fail_on == "never" else {
+            f["rule_id"] for f in doc["findings"] if rank[f["severity"]] >= rank[fail_on]}
+        failed = {name for name, c in cases.items() if c.find("failure") is not None}
+        assert failed == expected and root.get("failures") == str(len(expected)), fail_on
+        assert r.returncode == (1 if expected else 0)
+        for f in doc["findings"]:  # every finding is in its case's output, failing or not
+            assert f"{f['severity']}: {f['message']}" in cases[f["rule_id"]].find("system-out").text
+            for rel in f.get("related", []):  # merged ones under their own rule, counted once
+                assert f"merged into {f['rule_id']}: " in cases[rel["rule_id"]].find("system-out").text
+    assert any(rank[f["severity"]] == 0 for f in doc["findings"])  # so --fail-on info fails something
 
 
 def test_junit_marks_skipped_and_failed_rules():

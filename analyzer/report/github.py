@@ -31,9 +31,12 @@ def render(report: Report) -> str:
     name = Path(report.input.path).name
     lines = []
     for f in report.findings:
-        stake = f" (at stake {duration(f.impact_ns)})" if f.impact_ns is not None else ""
+        recoverable = getattr(f, "recoverable_ns", None)  # what the step-time budget gives back
+        stake = (f" (recoverable {duration(recoverable)})" if recoverable is not None
+                 else f" (at stake {duration(f.impact_ns)})" if f.impact_ns is not None else "")
+        note = getattr(f, "note", None)
         lines.append(annotation(f.severity, f"nsys-diagnose {f.rule_id}{stake}: {name}",
-                                f"{f.message}\nFix: {f.fix.strip()}"))
+                                f"{f.message}\nFix: {f.fix.strip()}" + (f"\nNote: {note}" if note else "")))
     for r in report.rules:
         if r.status == "error":
             lines.append(annotation("warning", f"nsys-diagnose: rule {r.id} failed: {name}", r.reason or ""))

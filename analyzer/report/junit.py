@@ -25,10 +25,19 @@ def render(report: Report, fail_on: str = "error") -> str:
         ET.SubElement(props, "property", name=name, value=_x(value))
     counts = {"failures": 0, "errors": 0, "skipped": 0}
     total = 0.0
+    # the report's findings, not each rule's own: a finding merged into another one (both drew on
+    # one slice of the step-time budget) counts once, under the rule it merged into, as the exit code does
+    own: dict[str, list] = {}
+    merged: dict[str, list[str]] = {}
+    for f in report.findings:
+        own.setdefault(f.rule_id, []).append(f)
+        for rel in getattr(f, "related", []):
+            merged.setdefault(rel.rule_id, []).append(f"merged into {f.rule_id}: {rel.message}")
     for r in report.rules:
         case = ET.SubElement(suite, "testcase", classname=f"{SUITE}.{r.category}", name=r.id, time=f"{r.seconds:.3f}")
         total += r.seconds
-        failing = [f for f in r.findings
+        findings = own.get(r.id, [])
+        failing = [f for f in findings
                    if fail_on != "never" and SEVERITY_RANK[f.severity] >= SEVERITY_RANK[fail_on]]
         if r.status == "skipped":
             ET.SubElement(case, "skipped", message=_x(r.reason) or "skipped")
@@ -40,9 +49,9 @@ def render(report: Report, fail_on: str = "error") -> str:
             el = ET.SubElement(case, "failure", message=_x(failing[0].message), type=failing[0].severity)
             el.text = _x("\n".join(f"{f.severity}: {f.message}\nFix: {f.fix.strip()}" for f in failing))
             counts["failures"] += 1
-        if r.findings:
-            out = ET.SubElement(case, "system-out")
-            out.text = _x("\n".join(f"{f.severity}: {f.message}" for f in r.findings))
+        said = [f"{f.severity}: {f.message}" for f in findings] + merged.get(r.id, [])
+        if said:
+            ET.SubElement(case, "system-out").text = _x("\n".join(said))
     suite.set("tests", str(len(report.rules)))
     for key, n in counts.items():
         suite.set(key, str(n))

@@ -62,6 +62,9 @@ def render(report: Report, rules: dict[str, Rule]) -> str:
         result = {"ruleId": f.rule_id, "level": LEVEL[f.severity], "message": {"text": f.message},
                   "locations": [location], "partialFingerprints": {"nsysDiagnoseFinding/v1": fingerprint(f)},
                   "properties": {"impact_ns": f.impact_ns, "fix": f.fix.strip(), "evidence": f.evidence}}
+        for extra in ("recoverable_ns", "claim", "note"):  # the step-time budget's part, where known
+            if getattr(f, extra, None) is not None:
+                result["properties"][extra] = getattr(f, extra)
         if f.rule_id in index:
             result["ruleIndex"] = index[f.rule_id]
         results.append(result)
