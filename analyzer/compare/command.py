@@ -10,7 +10,7 @@ from nsys_diagnose.compare.comparison import compare
 from nsys_diagnose.compare.render import FORMATS
 from nsys_diagnose.compare.verdict import Settings
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.engine.runner import parse_overrides
+from nsys_diagnose.engine.params import parse_overrides
 from nsys_diagnose.ingest import nsysrep
 from nsys_diagnose.ingest.database import check_input
 from nsys_diagnose.output import output_file, write_atomic

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 from nsys_diagnose.engine.model import Rule
+from nsys_diagnose.engine.params import check_default
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.files import NotRegularFile, TooLarge, read_regular
 from pydantic import ValidationError
@@ -98,6 +99,9 @@ def load_rule(yaml_path: Path) -> Rule:
         loc = tuple(err["loc"])
         what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         raise RuleSpecError(yaml_path, f"{'.'.join(map(str, loc))}: {what}", _line_of(node, loc)) from None
+    for name, spec in rule.params.items():
+        if problem := check_default(spec):
+            raise RuleSpecError(yaml_path, f"params.{name}: {problem}", _line_of(node, ("params", name)))
     if rule.id != yaml_path.stem:
         raise RuleSpecError(yaml_path, f"rule id '{rule.id}' must match the file name '{yaml_path.stem}'",
                             _line_of(node, ("id",)))
