@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from nsys_diagnose.files import NotRegularFile, open_regular, read_regular
+from nsys_diagnose.files import NotRegularFile, kind, open_regular, read_regular
 from nsys_diagnose.ingest.identity import MARGIN_NS, stat_identity
 from nsys_diagnose.output import write_atomic
 from nsys_diagnose.text import printable
@@ -161,9 +161,12 @@ def exclusive(lock: Path, wait: bool = True) -> Iterator[bool]:
         return
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(lock, flags, 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a pipe or device in our folder: not ours, replace it
+        os.close(fd)
+        warn(lock, f"lock file is {kind(os.stat(lock).st_mode)}")
+        os.unlink(lock)
+        fd = os.open(lock, flags | os.O_EXCL, 0o666)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(lock, os.fstat(fd).st_mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:

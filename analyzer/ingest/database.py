@@ -8,10 +8,12 @@ on a read-only connection with DuckDB's external access disabled.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
@@ -20,7 +22,7 @@ from typing import Callable, TypeVar
 
 import duckdb
 from nsys_diagnose.errors import InputError, UsageError
-from nsys_diagnose.files import NotRegularFile, open_regular
+from nsys_diagnose.files import NotRegularFile, kind, open_regular
 from nsys_diagnose.ingest import cache_files, identity, nsysrep, schema
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 
@@ -157,16 +159,28 @@ def _head(path: Path) -> tuple[bytes, int]:
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except NotRegularFile as e:
-        if e.what == "a directory":
-            raise InputError(path, "is a directory, not an export file") from None
-        raise InputError(path, f"is not a regular file ({e.what} cannot hold an export)") from None
+        _not_regular(path, e.what)
     except OSError as e:
+        with contextlib.suppress(OSError):  # a socket cannot even be opened: say what it is
+            if not stat.S_ISREG(mode := os.stat(path).st_mode):
+                _not_regular(path, kind(mode))
         raise InputError(path, f"cannot be read ({e.strerror or e})") from None
 
 
+def _not_regular(path: Path, what: str):
+    if what == "a directory":
+        raise InputError(path, "is a directory, not an export file")
+    raise InputError(path, f"is not a regular file ({what} cannot hold an export)")
+
+
 def _pending(path: Path, suffix: str, magic: bytes | None = None) -> Path | None:
-    """The `-wal` or `-journal` file beside the export when it holds something."""
+    """The `-wal` or `-journal` file beside the export when it holds something. One that is a
+    pipe or device is refused: SQLite would open it, and block on a pipe."""
     side = path.with_name(path.name + suffix)
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(mode := os.stat(side).st_mode):
+            raise InputError(path, f"has {kind(mode)} named {side.name} beside it where SQLite keeps its "
+                                   "journal; remove it first")
     try:
         with open_regular(side) as f:
             head = f.read(len(magic) if magic else 1)
@@ -195,6 +209,7 @@ def check_input(path: Path) -> None:
         # a read-only open cannot apply them, so the report would silently miss the latest rows
         raise InputError(path, f"has changes not yet written into it ({wal.name}); checkpoint it first "
                                f"(`sqlite3 {path.name} 'PRAGMA wal_checkpoint'`) or copy it with `sqlite3 .backup`")
+    _pending(path, "-shm")
     if journal := _pending(path, "-journal", JOURNAL_MAGIC):
         # a transaction that did not finish: the file holds part of it, and only a writable open
         # rolls it back. Read as it is, the report would show changes that never happened.

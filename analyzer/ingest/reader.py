@@ -72,8 +72,11 @@ def discover(path: Path) -> dict[str, set[str]]:
     try:
         con = open_sqlite(path)
         try:
-            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-            found = {t: {r[1] for r in con.execute(f"PRAGMA table_info({quote(t)})")} for t in names}
+            # (a damaged schema can hold a name that is a blob or a number: such a table is not ours)
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                     if isinstance(r[0], str)]
+            found = {t: {r[1] for r in con.execute(f"PRAGMA table_info({quote(t)})") if isinstance(r[1], str)}
+                     for t in names}
         finally:
             con.close()
     except sqlite3.DatabaseError as e:
