@@ -192,8 +192,9 @@ def _build_key(name: str) -> str | None:
     return name[1:].split(".duckdb.", 1)[0]
 
 
-def sweep(cache_dir: Path) -> None:
-    """Remove what killed runs left in the cache folder (see the module's docstring)."""
+def sweep(cache_dir: Path, held: str | None = None) -> None:
+    """Remove what killed runs left in the cache folder (see the module's docstring). `held` is
+    the key whose lock the caller holds: its build files are orphans (the caller builds it)."""
     now = time.time()
     try:
         entries = list(os.scandir(cache_dir))
@@ -204,7 +205,9 @@ def sweep(cache_dir: Path) -> None:
         return
     for e in entries:
         key = _build_key(e.name) if e.name.endswith((".tmp", ".tmp.wal", ".tmp.spill")) else None
-        if key is not None:
+        if key is not None and key == held:
+            discard(Path(e.path))
+        elif key is not None:
             with contextlib.suppress(OSError), exclusive(cache_dir / f".{key}.lock", wait=False) as free:
                 if free:
                     discard(Path(e.path))

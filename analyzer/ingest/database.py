@@ -417,7 +417,7 @@ def _open_or_build(db: Path, export: Path, reader: str,
     with cache_files.exclusive(cache_files.lock_file(db)):
         if (opened := _open_cached(db)) is not None:
             return *opened, True
-        cache_files.sweep(db.parent)
+        cache_files.sweep(db.parent, held=db.stem)
         tmp = cache_files.build_name(db)
         try:
             build(export, tmp, reader)
