@@ -330,3 +330,17 @@ def test_hostile_input(name, tmp_path, monkeypatch):
             case.check(doc)
     assert snapshot(folder) == before, "the input folder changed"
     assert leftovers(cache) == [] and list(temp.iterdir()) == [] and list(cwd.iterdir()) == []
+
+
+def test_a_fifo_in_a_batch_folder_is_an_error_row_not_a_hang(tmp_path):
+    """The batch's content digest used to open every input before any check: a pipe named
+    x.sqlite blocked the whole batch. Now it is a failed row, and the others are analyzed."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    good(runs, "a.sqlite")
+    fifo(runs, "x.sqlite")
+    out = tmp_path / "out"
+    r = call_cli(runs, "-o", out, "-j", "1", "--cache-dir", tmp_path / "cache", "--fail-on", "never", timeout=30)
+    assert r.returncode == 2 and "x.sqlite: is not a regular file (a named pipe (FIFO) cannot hold an export)" in r.stderr
+    assert (out / "a.json").exists() and not (out / "x.json").exists()
+    assert "1 analyzed, 1 failed" in r.stdout
