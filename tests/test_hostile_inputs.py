@@ -294,8 +294,11 @@ CASES: dict[str, Case] = {
     # --- command lines -----------------------------------------------------------------------
     "mistyped-command": Case(good, argv=lambda p, f: ["explian", "gpu-idle-gaps"],
                              error=("no command or file 'explian'", "nsys-diagnose explain"), names_input=False, raw=True),
-    "command-word-and-missing-path": Case(good, argv=lambda p, f: ["shema", "report"],
-                                          error=("shema, report: no such file or directory", "nothing was analyzed"),
+    "mistyped-schema-command": Case(good, argv=lambda p, f: ["shema", "report"],
+                                    error=("no command or file 'shema'", "nsys-diagnose schema"), names_input=False,
+                                    raw=True),
+    "unknown-word-and-missing-path": Case(good, argv=lambda p, f: ["frobnicate", "report"],
+                                          error=("frobnicate, report: no such file or directory", "nothing was analyzed"),
                                           names_input=False, raw=True),
     "batch-with-one-missing-path": Case(good, argv=lambda p, f: [p, f / "typo.sqlite"],
                                         error=("typo.sqlite: no such file or directory",), names_input=False),

@@ -95,7 +95,8 @@ def test_reserved_names_without_a_parent_folder_are_numbered():
 
 def test_a_mistyped_command_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for argv, needle in ((["shema", "report"], "no such file or directory"),
+    for argv, needle in ((["shema", "report"], "did you mean `nsys-diagnose schema`"),
+                         (["frobnicate", "report"], "no such file or directory"),
                          (["comapre", "a.sqlite", "b.sqlite"], "did you mean `nsys-diagnose compare`")):
         r = call_cli(*argv)
         assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -108,3 +108,11 @@ def test_relative_xdg_cache_home_is_ignored(monkeypatch):
     monkeypatch.delenv("NSYS_DIAGNOSE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
     assert database.default_cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "nsys-diagnose"
+
+
+@pytest.mark.parametrize("value, needle", [(float("nan"), "not a valid float"), (-5, "below the smallest"),
+                                           (150.0, "above the largest"), (True, "not a valid float")])
+def test_typed_values_from_a_config_or_the_api_are_checked_alike(value, needle):
+    from nsys_diagnose.engine.selection import overrides_from
+    with pytest.raises(UsageError, match=needle):
+        overrides_from({"hot-kernels.min_share_pct": value}, RULES, origin="pyproject.toml params")

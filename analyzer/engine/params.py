@@ -88,6 +88,16 @@ def convert(raw: str, spec: Param | str, context: str) -> Any:
         raise UsageError(f"--set {context[:120]!r}: {shown!r} is not a valid {typ}" + (f" ({why})" if why else "")) from None
 
 
+def typed(value: Any, spec: Param, context: str) -> Any:
+    """A value given already typed (TOML, Python) or as text, checked as --set checks it."""
+    if isinstance(value, str) and spec.type != "str":
+        return convert(value, spec, context)
+    probe = spec.model_copy(update={"default": list(value) if isinstance(value, tuple) else value})
+    if problem := check_default(probe):  # the same type and range checks as a rule's default
+        raise UsageError(f"{context}: {problem.removeprefix('default ').replace(' is not a ', ' is not a valid ')}")
+    return float(value) if spec.type == "float" else list(value) if spec.type == "list" else value
+
+
 def check_default(spec: Param) -> str | None:
     """Why a declared default does not fit its own type and range, else None."""
     value = spec.default
