@@ -27,8 +27,8 @@ from typing import Callable
 import pytest
 
 from .cli_harness import assert_one_line_error, call_cli, leftovers, snapshot
-from .test_bad_inputs import GPID, base_tables, kernel
 from .synth import write_export
+from .test_bad_inputs import base_tables, kernel
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 

@@ -15,9 +15,9 @@ from nsys_diagnose.batch.work import Outcome
 from nsys_diagnose.text import inline, printable
 
 from .cli_harness import call_cli
+from .synth import write_export
 from .test_bad_inputs import base_tables
 from .test_compare import jittered, training_run
-from .synth import write_export
 
 OSC = "\x1b]0;pwned\x07"                     # sets the terminal's title
 NASTY = f"{OSC}\x1b[2J\u202egnp.exe\u2028next\x9b31m\n"  # clear screen, bidi override, line separator, C1 CSI
