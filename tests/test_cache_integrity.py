@@ -291,3 +291,22 @@ def test_the_report_cache_still_answers_without_hashing_an_unchanged_export(tmp_
         f.write(bytes(4096))
     assert not analyze(path, cache_dir=cache).input.report_from_cache and calls
     assert tempfile.gettempdir()  # (the suite's temp folder is untouched by this test)
+
+
+def test_private_folders_of_killed_runs_are_swept_and_live_ones_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    never_locked = tmp_path / f"{cache_files.TEMP_PREFIX}killed-early"
+    never_locked.mkdir()
+    os.utime(never_locked, (0, 0))  # killed between mkdtemp and the lock, long ago
+    young = tmp_path / f"{cache_files.TEMP_PREFIX}just-made"
+    young.mkdir()  # perhaps about to be locked: left alone
+    dead = tmp_path / f"{cache_files.TEMP_PREFIX}dead"
+    dead.mkdir()
+    (dead / ".lock").write_text("")
+    (dead / "trace.duckdb").write_bytes(b"x")
+    live = cache_files.TempFolder()  # locked by this process: in use
+    (live.path / "trace.duckdb").write_bytes(b"x")
+    cache_files.sweep_tempdirs()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([young.name, live.path.name])
+    live.remove()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [young.name]

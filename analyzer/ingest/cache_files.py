@@ -254,16 +254,23 @@ def private_tempdir() -> Iterator[Path]:
 
 
 def sweep_tempdirs() -> None:
+    """Remove the private folders of killed runs: unlocked ones, and ones an hour old that never
+    got their lock (killed between creating the folder and locking it)."""
     base = Path(tempfile.gettempdir())
     try:
-        candidates = [e for e in os.scandir(base) if e.name.startswith(TEMP_PREFIX)
-                      and e.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(e.path, ".lock"))]
+        candidates = [e for e in os.scandir(base) if e.name.startswith(TEMP_PREFIX) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return
     for e in candidates:
         with contextlib.suppress(OSError):
-            if os.stat(e.path).st_uid != os.getuid():
+            st = os.stat(e.path)
+            if st.st_uid != os.getuid():
                 continue  # someone else's
-            with exclusive(Path(e.path) / ".lock", wait=False) as free:
+            lock = Path(e.path) / ".lock"
+            if not lock.is_file():
+                if time.time() - st.st_mtime > STALE_TMP_S:
+                    shutil.rmtree(e.path, ignore_errors=True)
+                continue
+            with exclusive(lock, wait=False) as free:
                 if free:
                     shutil.rmtree(e.path, ignore_errors=True)
