@@ -14,11 +14,12 @@ from nsys_diagnose.engine import claims
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
 from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.errors import DiagnoseError
 from nsys_diagnose.ingest.database import (
     Trace,
     default_cache_dir,
-    open_trace,
     with_memory_retry,
+    with_trace,
 )
 from nsys_diagnose.report_cache import ReportCache, report_key
 from nsys_diagnose.units import pct
@@ -54,16 +55,15 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
     if use_cache and Path(path).is_file():  # a repeat run reads its report back (report_cache.py)
         reports = ReportCache(cache_dir or default_cache_dir())
         try:
-            key = report_key(Path(path), rules, overrides, select, reader, timeline)
-        except OSError:
-            pass  # unreadable: open_trace says why
+            key = report_key(Path(path), rules, overrides, select, reader, timeline, cache_dir)
+        except (OSError, DiagnoseError):
+            pass  # unreadable, not a file, changing: open_trace says why
         if key and (cached := reports.get(key)):
             return cached
-    trace = open_trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
-    try:  # a rule retries on its own (engine.py); this covers the metrics and the timeline
-        report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline))
-    finally:
-        trace.close()
+    # a rule retries on its own (engine.py); this covers the metrics and the timeline
+    report = with_trace(path, lambda trace: with_memory_retry(
+        trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline)),
+        use_cache=use_cache, cache_dir=cache_dir, reader=reader)
     if key:
         reports.put(key, report)
     return report

@@ -160,7 +160,7 @@ class Trace:
         cache = key = None
         if self._use_cache and self.path.is_file():
             cache = ReportCache(self._cache_dir or default_cache_dir())
-            key = report_key(self.path, rules, overrides, select, self._reader_option, timeline)
+            key = report_key(self.path, rules, overrides, select, self._reader_option, timeline, self._cache_dir)
             if (cached := cache.get(key)) is not None:
                 return cached
         report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, select,

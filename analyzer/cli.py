@@ -5,6 +5,7 @@ Exit codes: 0 no finding at or above --fail-on; 1 one is; 2 usage or input error
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shlex
@@ -21,10 +22,11 @@ from nsys_diagnose.config import load as load_config
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
 from nsys_diagnose.errors import DiagnoseError, UsageError
-from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
+from nsys_diagnose.output import output_file, write_atomic
 from nsys_diagnose.report import github, terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
 from nsys_diagnose.report.formats import render as render_format
+from nsys_diagnose.text import printable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -34,8 +36,18 @@ class DefaultGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
+            self._refuse_mistyped_command(args[0])
             args = ["analyze", *args]
         return super().parse_args(ctx, args)
+
+    def _refuse_mistyped_command(self, word: str) -> None:
+        """`nsys-diagnose explian x` is a typo, not an export named 'explian': a word that names
+        no file, has no path characters and is close to a command's name."""
+        if os.path.lexists(word) or any(c in word for c in "/\\.*?[") or word.startswith("-"):
+            return
+        close = difflib.get_close_matches(word, list(self.commands), 1, 0.6)
+        if close:
+            raise UsageError(f"no command or file '{word}' (did you mean `nsys-diagnose {close[0]}`?)")
 
 
 rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
@@ -77,7 +89,7 @@ def project_config(no_config: bool) -> ProjectConfig:
 @click.option("--format", "fmt", type=click.Choice([*sorted(FORMATS), *CI_FORMATS]), default="md", show_default=True,
               help="md, json, html; for CI: github (annotations + job summary), sarif, junit.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Write the report here (atomically); for a batch, the output folder.")
+              help="Write the report here (atomically; - for stdout); for a batch, the output folder.")
 @rules_option
 @click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
 @click.option("--select", multiple=True, metavar="ID|CATEGORY", help="Run only these rules or categories; may repeat.")
@@ -116,8 +128,7 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
         sys.exit(run_batch(paths, output=output, fmt=fmt, rules=rules, overrides=overrides, select=chosen,
                            fail_on=opts.fail_on, use_cache=not no_cache, cache_dir=cache_dir, reader=reader, **batch))
     path = paths[0]
-    if output:
-        refuse_overwriting_inputs(output, [path])
+    target = output_file(output, [path])  # None: stdout
     if tables_dir:
         report = analyze_with_tables(path, rules, overrides, chosen, tables_dir, tables_format,
                                      use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
@@ -126,8 +137,8 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
         report = analyze(path, rules=rules, overrides=overrides, select=chosen,
                          use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
     text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on)
-    if output:
-        write_atomic(output, text)
+    if target is not None:
+        write_atomic(target, text)
     elif fmt == "md" and terminal.wanted(sys.stdout):
         terminal.show(text, full_report=full_report_command())
     else:
@@ -238,27 +249,28 @@ def schema_cmd(name: str | None, write: bool, check: bool) -> None:
 cli.add_command(compare_command)
 
 
+def fail(message: object, code: int = 2) -> None:
+    """One line on stderr, whatever a file name in it holds (printable: no escape reaches the
+    terminal, no newline splits the line), and the exit code."""
+    click.echo(f"nsys-diagnose: {printable(message)}", err=True)
+    sys.exit(code)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("nsys-diagnose: interrupted", err=True)
-        sys.exit(130)
+        fail("interrupted", 130)
     except click.ClickException as e:
-        click.echo(f"nsys-diagnose: {e.format_message()}", err=True)
-        sys.exit(2)
+        fail(e.format_message())
     except DiagnoseError as e:
-        click.echo(f"nsys-diagnose: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     except KeyboardInterrupt:
-        click.echo("nsys-diagnose: interrupted", err=True)
-        sys.exit(130)
+        fail("interrupted", 130)
     except OSError as e:  # e.g. an output path that cannot be written: the file and the problem
-        click.echo(f"nsys-diagnose: {e.filename}: {e.strerror}" if e.filename else f"nsys-diagnose: {e}", err=True)
-        sys.exit(2)
+        fail(f"{e.filename}: {e.strerror}" if e.filename else e)
     except Exception as e:  # never a traceback for users; NSYS_DIAGNOSE_DEBUG=1 shows it
         if os.environ.get("NSYS_DIAGNOSE_DEBUG"):
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        click.echo(f"nsys-diagnose: internal error: {type(e).__name__}: {first}", err=True)
-        sys.exit(2)
+        fail(f"internal error: {type(e).__name__}: {first}")

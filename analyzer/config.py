@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nsys_diagnose.errors import UsageError
+from nsys_diagnose.files import read_regular
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 TABLE = "nsys-diagnose"
@@ -57,8 +58,9 @@ def find(start: Path | None = None) -> Path | None:
 
 def _read(path: Path) -> dict:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        return tomllib.loads(read_regular(path, 1 << 20).decode("utf-8"))  # a pipe would block: files.py
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: is not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: {e}") from None
     except OSError as e:

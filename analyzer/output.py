@@ -1,12 +1,17 @@
-"""Writing outputs safely: atomically (temporary file, then rename), never over an input."""
+"""Writing outputs safely: atomically (temporary file, then rename), never over an input, and
+never over something that is not a regular file."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from nsys_diagnose.errors import UsageError
+from nsys_diagnose.files import kind
+
+STDOUT = "-"  # `-o -`: the report goes to stdout
 
 _UMASK = os.umask(0)  # read once, at import (os.umask can only be read by setting it)
 os.umask(_UMASK)
@@ -17,6 +22,30 @@ def refuse_overwriting_inputs(output: Path, inputs: list[Path]) -> None:
     for p in inputs:
         if p.exists() and out.exists() and os.path.samefile(out, p) or out == p.resolve():
             raise UsageError(f"{output}: output path is an input file; refusing to overwrite it")
+
+
+def refuse_special_output(output: Path) -> None:
+    """An output path must be a regular file or nothing yet: the rename would replace a device
+    node (as root, `-o /dev/null` would replace the system's), a FIFO or a /proc/self/fd link
+    with a plain file, and a directory is not a report. Links are judged by what they point to."""
+    try:
+        mode = output.stat().st_mode
+    except OSError:  # nothing there yet, or a path that cannot be (write_atomic says why)
+        return
+    if stat.S_ISREG(mode):
+        return
+    hint = "; use -o - to write to stdout" if not stat.S_ISDIR(mode) else ""
+    raise UsageError(f"{output}: output path is {kind(mode)}, not a regular file{hint}")
+
+
+def output_file(output: Path | None, inputs: list[Path]) -> Path | None:
+    """Where a single report goes: None for stdout (no -o, or `-o -`), else a path checked not to
+    be an input and not to be a device, pipe or directory."""
+    if output is None or str(output) == STDOUT:
+        return None
+    refuse_overwriting_inputs(output, inputs)
+    refuse_special_output(output)
+    return output
 
 
 def _naming(e: OSError, path: Path) -> OSError:

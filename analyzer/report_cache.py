@@ -1,10 +1,12 @@
 """The report cache: a finished analysis of one export, so that a repeat run costs no query.
 
-A report is determined by the export's content (database.content_key), the path it is reported
+A report is determined by the export's content (database.content_key: the SHA-256 of all its
+bytes), the path it is reported
 under, the rules with their parameters, --select, the reader, whether the HTML timeline is wanted,
 and this package's code (its version and a hash of its source files, so that an edited rule
 engine never serves a stale report). The ingest cache (database.py) keeps the normalized tables;
-this one keeps the answer on top of them, beside it in the same cache folder.
+this one keeps the answer on top of them, beside it in the same cache folder. An entry is served
+only when it still matches the checksum it was written with (cache_files.py).
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from typing import Any
 
 from nsys_diagnose import __version__
 from nsys_diagnose.engine.model import Report, Rule, Timeline
-from nsys_diagnose.ingest.database import content_key
-from nsys_diagnose.output import write_atomic
+from nsys_diagnose.ingest.cache_files import read_entry, warn, write_entry
+from nsys_diagnose.ingest.database import content_key, default_cache_dir
 
-FORMAT = 1  # bump when what is stored changes shape
+FORMAT = 2  # bump when what is stored changes shape
 
 
 @cache
@@ -43,8 +45,8 @@ def rules_fingerprint(rules: dict[str, Rule]) -> str:
 
 
 def report_key(path: Path, rules: dict[str, Rule], overrides: dict[str, dict[str, Any]],
-               select: list[str] | None, reader: str, timeline: bool) -> str:
-    parts = [FORMAT, code_fingerprint(), content_key(path), str(path), reader, timeline,
+               select: list[str] | None, reader: str, timeline: bool, cache_dir: Path | None = None) -> str:
+    parts = [FORMAT, code_fingerprint(), content_key(path, cache_dir or default_cache_dir()), str(path), reader, timeline,
              sorted(select) if select else None, overrides, rules_fingerprint(rules)]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
@@ -54,13 +56,19 @@ class ReportCache:
         self.folder = folder / "reports"
 
     def get(self, key: str) -> Report | None:
+        path = self.folder / f"{key}.json"
+        text = read_entry(path)
+        if text is None:
+            return None  # absent, or damaged (and discarded): analyze again
         try:
-            data = json.loads((self.folder / f"{key}.json").read_text(encoding="utf-8"))
+            data = json.loads(text)
             report = Report.model_validate(data["report"])
             if data.get("timeline") is not None:
                 report.timeline = Timeline.model_validate(data["timeline"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # absent, torn or from another layout: analyze again
+        except (ValueError, KeyError, TypeError):  # intact, but of another layout
+            warn(path, "cache entry of another layout")
+            path.unlink(missing_ok=True)
+            return None
         report.input.from_cache = report.input.report_from_cache = True
         return report
 
@@ -68,6 +76,6 @@ class ReportCache:
         data = {"report": report.model_dump(mode="json"),
                 "timeline": report.timeline.model_dump(mode="json") if report.timeline else None}
         try:
-            write_atomic(self.folder / f"{key}.json", json.dumps(data, ensure_ascii=False))
+            write_entry(self.folder / f"{key}.json", json.dumps(data, ensure_ascii=False))
         except OSError:
             pass  # a read-only or full cache folder costs speed next time, never the result

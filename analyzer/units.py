@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
+
+from nsys_diagnose import limits
+
+# [[fill]align][sign][z][#][0][width][grouping][.precision][type]: the numbers that size the output
+_SPEC_NUMBERS = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(\d*)[_,]?(?:\.(\d+))?", re.S)
 
 
 def duration(ns: float | None) -> str:
@@ -62,6 +68,10 @@ class MessageFormatter(string.Formatter):
         return kwargs[field_name], field_name
 
     def format_field(self, value: Any, format_spec: str) -> str:
+        sizes = _SPEC_NUMBERS.match(format_spec)
+        for number in (sizes[1], sizes[2]) if sizes else ():
+            if number and int(number) > limits.MAX_FORMAT_WIDTH:  # {x:>300000000} is 300 MB of spaces
+                raise ValueError(f"format width or precision {int(number):,} is above {limits.MAX_FORMAT_WIDTH:,}")
         if format_spec.startswith("n ") and value is not None:  # {calls:n call} -> "1 call", "2 calls"
             noun = format_spec[2:]
             return f"{value:,} {noun if value == 1 else plural(noun)}"
@@ -72,5 +82,23 @@ class MessageFormatter(string.Formatter):
         return format(value, format_spec)
 
 
-def render(template: str, row: dict[str, Any]) -> str:
-    return MessageFormatter().vformat(template, (), row)
+def render(template: str, row: dict[str, Any], limit: int = limits.MAX_MESSAGE_BYTES) -> str:
+    """The message, at most `limit` bytes (cut with a marker). Built field by field, so that a
+    template naming a long value ten thousand times stops at the limit instead of growing."""
+    f = MessageFormatter()
+    out: list[str] = []
+    size = 0
+    for literal, field, spec, conversion in f.parse(template):
+        out.append(literal)
+        size += len(literal)
+        if field is not None:
+            if field == "":
+                raise KeyError("'{}' names no column")
+            value = f.convert_field(f.get_field(field, (), row)[0], conversion)
+            spec = f.vformat(spec, (), row) if "{" in spec else spec  # {x:{width}}
+            piece = f.format_field(value, spec)
+            out.append(piece)
+            size += len(piece)
+        if size > limit:
+            break
+    return limits.clip("".join(out), limit)

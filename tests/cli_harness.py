@@ -74,3 +74,25 @@ def assert_one_line_error(r: Result, path: Path | str, *needles: str) -> str:
         assert needle in lines[0], lines[0]
     assert r.stdout == ""
     return lines[0]
+
+
+def snapshot(*folders: Path) -> dict[str, tuple]:
+    """Every entry below the folders: content hash (files), kind and mode. Links are not followed."""
+    import hashlib
+    import stat as st
+
+    out: dict[str, tuple] = {}
+    for folder in folders:
+        for p in sorted(Path(folder).rglob("*")):
+            mode = p.lstat().st_mode
+            digest = hashlib.sha256(p.read_bytes()).hexdigest() if st.S_ISREG(mode) else None
+            out[str(p)] = (st.S_IFMT(mode), st.S_IMODE(mode), digest)
+    return out
+
+
+LEFTOVER_MARKS = (".tmp", ".wal", ".spill", "-journal", "-wal", "-shm")
+
+
+def leftovers(folder: Path) -> list[str]:
+    """Temporary, journal and WAL files a run left below `folder` (a cache or an input folder)."""
+    return sorted(str(p) for p in Path(folder).rglob("*") if any(m in p.name for m in LEFTOVER_MARKS))

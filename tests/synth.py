@@ -18,6 +18,10 @@ def _sql_type(values: list[Any]) -> str:
     return "TEXT"
 
 
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def write_export(tables: dict[str, list[dict[str, Any]]], path: Path) -> Path:
     """One table per key; columns are the union of the rows' keys, typed from their values."""
     con = sqlite3.connect(path)

@@ -118,8 +118,8 @@ def test_rule_rows_errors(analysis):
 
 def test_closed_trace(tmp_path):
     t = nsys_diagnose.open(EXPORT, use_cache=False)
-    temp_db = t._trace._cleanup
-    assert temp_db is not None and temp_db.exists()
+    temp_db = t._trace._cleanup.path  # the private folder of a --no-cache trace
+    assert temp_db.exists()
     r = t.analyze(select=["hot-kernels"])
     with t:
         pass

@@ -140,14 +140,14 @@ def test_no_permission(good):
 def test_read_error_is_one_line(good, monkeypatch):
     """The EACCES path, simulated where no file can be made unreadable (root): the CLI's own
     entry point prints one line with the file and the OS error and exits 2."""
-    real_open = Path.open
+    real_open = os.open
 
-    def denied(self, *a, **k):
-        if self == good:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_open(self, *a, **k)
+    def denied(path, *a, **k):
+        if os.fspath(path) == str(good):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *a, **k)
 
-    monkeypatch.setattr(Path, "open", denied)
+    monkeypatch.setattr(os, "open", denied)
     line = assert_one_line_error(call_cli(good), good)
     assert line == f"nsys-diagnose: {good}: cannot be read (Permission denied)"
 

@@ -25,7 +25,7 @@ def test_a_repeat_run_is_read_back_without_opening_the_trace(tmp_path, monkeypat
     def no_open(*a, **k):
         raise AssertionError("a cached report must not open the trace")
 
-    monkeypatch.setattr(analyze_module, "open_trace", no_open)
+    monkeypatch.setattr(analyze_module, "with_trace", no_open)
     second = analyze(SRC, cache_dir=tmp_path)
     assert second.input.report_from_cache and second.input.from_cache
     assert findings(second) == findings(first) and second.headline == first.headline

@@ -178,11 +178,10 @@ def test_failed_write_keeps_the_old_output(tmp_path, monkeypatch):
 
 
 def test_unwritable_output_is_one_line(export_copy, tmp_path):
-    for out, problem in [(tmp_path, "Is a directory"), (export_copy.with_name("x") / "r.md", "")]:
-        if problem == "":
-            export_copy.with_name("x").write_text("a file where a folder is expected")
-        r = call_cli(export_copy, "-o", out)
-        one_line_error(r, str(out), "cannot be written", problem)
+    one_line_error(call_cli(export_copy, "-o", tmp_path), str(tmp_path), "output path is a directory")
+    out = export_copy.with_name("x") / "r.md"
+    export_copy.with_name("x").write_text("a file where a folder is expected")
+    one_line_error(call_cli(export_copy, "-o", out), str(out), "cannot be written")
 
 
 # --- rule SQL is sandboxed ---------------------------------------------------------------------

@@ -19,9 +19,12 @@ def compute(con: duckdb.DuckDBPyConnection) -> Metrics:
         SELECT b.device_id, any_value(d.name), sum(b.duration_ns)
         FROM device_busy b LEFT JOIN devices d USING (device_id) GROUP BY b.device_id ORDER BY b.device_id
     """).fetchall()
+    # GPU work of no known process (a NULL globalPid, which no nsys writes) counts towards its
+    # device, and is left out of the per-process rows.
     procs = con.execute("""
         SELECT b.pid, any_value(p.name), b.device_id, sum(b.duration_ns)
-        FROM gpu_busy b LEFT JOIN processes p USING (pid) GROUP BY b.pid, b.device_id ORDER BY b.device_id, b.pid
+        FROM gpu_busy b LEFT JOIN processes p USING (pid) WHERE b.pid IS NOT NULL
+        GROUP BY b.pid, b.device_id ORDER BY b.device_id, b.pid
     """).fetchall()
     # Sums stay HUGEINT (Python int): a corrupt export's durations may add up past 2^63.
     (k_ns, k_n), (c_ns, c_n), (s_ns, s_n), (a_ns, a_n) = (

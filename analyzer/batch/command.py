@@ -16,12 +16,13 @@ from typing import Any
 import click
 from nsys_diagnose.batch import ranks, summary
 from nsys_diagnose.batch.cache import ResultCache, result_key
-from nsys_diagnose.batch.discover import Found, discover
+from nsys_diagnose.batch.discover import Found, has_magic, discover
 from nsys_diagnose.batch.progress import progress
 from nsys_diagnose.batch.run import Work, check_dask, run_jobs
 from nsys_diagnose.batch.work import Job, Outcome, analyze_job
 from nsys_diagnose.engine.model import SEVERITY_RANK, Rule
 from nsys_diagnose.errors import UsageError
+from nsys_diagnose.files import kind
 from nsys_diagnose.output import write_atomic
 
 DEFAULT_OUTPUT = Path("nsys-diagnose-out")
@@ -48,8 +49,11 @@ def _save(out: Outcome, out_dir: Path, fmt: str) -> tuple[str | None, str | None
 
 
 def _check_output(out_dir: Path, found: list[Found], fmt: str) -> None:
+    if str(out_dir) == "-":
+        raise UsageError("-o -: a batch writes into a folder (-o DIR), not to stdout")
     if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"{out_dir}: a batch writes into a folder (-o DIR), and this is a file")
+        what = "a file" if out_dir.is_file() else kind(out_dir.stat().st_mode)
+        raise UsageError(f"{out_dir}: a batch writes into a folder (-o DIR), and this is {what}")
     inputs = {os.path.normcase(str(f.path)) for f in found}
     for f in found:
         for p in _files(out_dir, f.name, fmt):
@@ -70,6 +74,12 @@ def run_batch(paths, *, output: Path | None, fmt: str, rules: dict[str, Rule],
     out_dir = Path(output) if output else DEFAULT_OUTPUT
     if executor == "dask":
         check_dask(scheduler)
+    # A named path that is not there is a typo (or a mistyped command: `nsys-diagnose shema x`):
+    # stop before anything is written, rather than make an output folder of failures.
+    missing = [str(p) for p in paths if not has_magic(str(p)) and not os.path.lexists(p)]
+    if missing:
+        raise UsageError(f"{', '.join(missing)}: no such file or directory (nothing was analyzed; "
+                         "commands: see `nsys-diagnose --help`)")
     found, unmatched = discover(list(paths))
     for pattern in unmatched:
         click.echo(f"nsys-diagnose: {pattern}: matches no file", err=True)

@@ -13,9 +13,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from nsys_diagnose.text import has_unsafe, inline
+
 SQLITE_SUFFIXES = (".sqlite",)
 REP_SUFFIXES = (".nsys-rep", ".qdrep")  # .qdrep: the report's name before nsys 2021.4
-RESERVED_NAMES = {"summary"}  # summary.md belongs to the batch
+# The batch's own files: summary.md, index.html, reports.parquet, findings.parquet. An input named
+# like one (index.sqlite) gets its parent folder in its name, or a number, never the batch's file.
+RESERVED_NAMES = {"summary", "index", "reports", "findings"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,12 @@ def export_stem(path: Path) -> str:
     return path.stem or name
 
 
+def _safe(part: str) -> str:
+    """A name part as an output file name: control and bidi characters (an escape sequence in
+    a file name reaches every `ls`) become '_'."""
+    return inline(part).replace(" ", "_") if has_unsafe(part) else part
+
+
 def _is_export(path: Path) -> bool:
     return path.name.lower().endswith((*SQLITE_SUFFIXES, *REP_SUFFIXES)) and not path.name.startswith(".")
 
@@ -55,7 +65,7 @@ def _below(folder: Path) -> list[Path]:
     return found
 
 
-def _has_magic(arg: str) -> bool:
+def has_magic(arg: str) -> bool:
     return any(c in arg for c in "*?[")
 
 
@@ -65,7 +75,7 @@ def expand(args: list[str | os.PathLike]) -> tuple[list[Path], list[str]]:
     out: list[Path] = []
     unmatched: list[str] = []
     for arg in map(str, args):
-        if _has_magic(arg) and not os.path.exists(arg):
+        if has_magic(arg) and not os.path.exists(arg):
             matches = sorted(glob.glob(arg, recursive=True))
             if not matches:
                 unmatched.append(arg)
@@ -105,8 +115,9 @@ def unique_names(paths: list[Path]) -> list[str]:
     # same folder and stem (run.sqlite beside run.nsys-rep): the SQLite export keeps the plain
     # name, the others keep their suffix. [1:] drops the root / drive.
     for i in sorted(range(len(paths)), key=lambda i: paths[i].name.lower().endswith(REP_SUFFIXES)):
-        key = (*paths[i].parent.parts[1:], export_stem(paths[i]))
-        parts[i] = key if key not in taken_keys else (*paths[i].parent.parts[1:], paths[i].name)
+        folders = tuple(map(_safe, paths[i].parent.parts[1:]))
+        key = (*folders, _safe(export_stem(paths[i])))
+        parts[i] = key if key not in taken_keys else (*folders, _safe(paths[i].name))
         taken_keys.add(parts[i])
     depth = [1] * len(paths)
 

@@ -7,6 +7,7 @@ import sys
 from typing import TextIO
 
 from nsys_diagnose.batch.work import Outcome
+from nsys_diagnose.text import printable
 
 
 class PlainLines:
@@ -24,7 +25,9 @@ class PlainLines:
         width = len(str(self.total))
         status = "cached" if out.cached else out.status
         note = f": {out.path}: {out.error}" if out.error else ""
-        self.stream.write(f"[{self.done:>{width}}/{self.total}] {status:<7} {out.name} ({out.seconds:.1f} s){note}\n")
+        # names and errors come from the file system and the files: no escape may reach the terminal
+        line = printable(f"[{self.done:>{width}}/{self.total}] {status:<7} {out.name} ({out.seconds:.1f} s){note}")
+        self.stream.write(line + "\n")
         self.stream.flush()
 
 
@@ -55,8 +58,9 @@ class RichBar:
     def update(self, out: Outcome) -> None:
         if out.status == "error":
             from rich.text import Text
-            self.bar.console.print(Text.assemble(("error ", "red"), f"{out.path}: {out.error}"), highlight=False)
-        self.bar.update(self.task, advance=1, description=out.name)
+            self.bar.console.print(Text.assemble(("error ", "red"), printable(f"{out.path}: {out.error}")),
+                                   highlight=False, markup=False)
+        self.bar.update(self.task, advance=1, description=printable(out.name).replace("[", "\\["))
 
 
 def progress(total: int, stream: TextIO | None = None, mode: str = "auto"):

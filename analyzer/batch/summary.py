@@ -21,6 +21,7 @@ from nsys_diagnose.batch.ranks import Job
 from nsys_diagnose.batch.work import Outcome
 from nsys_diagnose.output import write_atomic
 from nsys_diagnose.report import html_index
+from nsys_diagnose.text import inline
 from nsys_diagnose.units import duration, pct
 
 I64, F64, STR, BOOL = pa.int64(), pa.float64(), pa.string(), pa.bool_()
@@ -115,8 +116,11 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 
 def _cell(text: Any, limit: int = 160) -> str:
-    s = "" if text is None else str(text).replace("|", "\\|").replace("\n", " ")
-    return s if len(s) <= limit else s[: limit - 3] + "..."
+    """A table cell: one line, no control character (names come from the traced program and
+    the file system), '|' escaped, cut at `limit` characters."""
+    s = "" if text is None else inline(text)
+    s = s if len(s) <= limit else s[: limit - 3] + "..."
+    return s.replace("|", "\\|")
 
 
 def _link(rec: dict[str, Any]) -> str:

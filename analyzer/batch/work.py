@@ -20,7 +20,7 @@ from nsys_diagnose.analyze import (
 )
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import DiagnoseError, InputError
-from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.ingest.database import with_trace
 from nsys_diagnose.report import json as json_report
 from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
 
@@ -70,14 +70,11 @@ def analyze_job(job: Job) -> Outcome:
     """Never raises for a bad input: the problem becomes the outcome's error (one line)."""
     started = time.perf_counter()
     try:
-        trace = open_trace(job.path, use_cache=job.use_cache,
-                           cache_dir=Path(job.cache_dir) if job.cache_dir else None, reader=job.reader)
-        try:
-            report = report_from_trace(trace, job.rules, job.overrides, list(job.select) if job.select else None,
-                                       timeline=needs_timeline(job.fmt))
-            facts = trace_facts(trace.con)
-        finally:
-            trace.close()
+        def run(trace):
+            return (report_from_trace(trace, job.rules, job.overrides, list(job.select) if job.select else None,
+                                      timeline=needs_timeline(job.fmt)), trace_facts(trace.con))
+        report, facts = with_trace(job.path, run, use_cache=job.use_cache,
+                                   cache_dir=Path(job.cache_dir) if job.cache_dir else None, reader=job.reader)
         json_text = json_report.render(report)
         text = None if job.fmt == "json" else renderer(job.fmt)(report)
     except InputError as e:

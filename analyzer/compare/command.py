@@ -10,17 +10,17 @@ from nsys_diagnose.compare.comparison import compare
 from nsys_diagnose.compare.render import FORMATS
 from nsys_diagnose.compare.verdict import Settings
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.engine.runner import parse_overrides
+from nsys_diagnose.engine.params import parse_overrides
 from nsys_diagnose.ingest import nsysrep
 from nsys_diagnose.ingest.database import check_input
-from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
+from nsys_diagnose.output import output_file, write_atomic
 
 
 @click.command("compare")
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "json", "junit"]), default="md", show_default=True)
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the comparison here (atomically).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the comparison here (atomically; - for stdout).")
 @click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
               help="Exit 1 when the mean step time regressed significantly by more than PCT %.")
 @click.option("--fail-on-inconclusive", is_flag=True,
@@ -51,8 +51,7 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
     for path in (before, after):  # a wrong path fails fast, before the rules are loaded
         if not nsysrep.is_report(path):  # a .nsys-rep is exported first, then checked
             check_input(path)
-    if output:
-        refuse_overwriting_inputs(output, [before, after])
+    target = output_file(output, [before, after])  # None: stdout
     rules = load_rules(rule_dirs)
     overrides = parse_overrides(sets, rules)
     settings = Settings(min_effect_pct=min_effect, alpha=alpha, confidence=confidence, min_steps=min_steps,
@@ -60,8 +59,8 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
     result = compare(before, after, settings=settings, rules=rules, overrides=overrides,
                      use_cache=not no_cache, cache_dir=cache_dir)
     text = FORMATS[fmt](result, fail_pct)
-    if output:
-        write_atomic(output, text)
+    if target is not None:
+        write_atomic(target, text)
     else:
         click.echo(text, nl=False)
     failed = fail_pct is not None and result.regression_beyond(fail_pct)

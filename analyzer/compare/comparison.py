@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ from nsys_diagnose.compare.verdict import (
 )
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import Report, Rule
-from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.ingest.cache_files import private_tempdir
+from nsys_diagnose.ingest.database import with_trace
 from nsys_diagnose.units import duration
 
 VERDICTS = ("improved", "regressed", "no-change", "not-comparable", "inconclusive")
@@ -68,8 +68,8 @@ def compare(before: str | os.PathLike, after: str | os.PathLike, *, settings: Se
     rules = rules if rules is not None else load_rules()
     if use_cache:
         return _compare(Path(before), Path(after), settings, rules, overrides, cache_dir, reader)
-    with tempfile.TemporaryDirectory(prefix="nsys-diagnose-compare-") as tmp:  # ingest each once, then drop
-        return _compare(Path(before), Path(after), settings, rules, overrides, Path(tmp), reader)
+    with private_tempdir() as tmp:  # ingest each once, then drop (a killed run's: the next run's sweep)
+        return _compare(Path(before), Path(after), settings, rules, overrides, tmp, reader)
 
 
 @dataclass
@@ -86,15 +86,14 @@ class _Side:
 
 def _measure(path: Path, rules, overrides, cache_dir, reader) -> _Side:
     report = analyze(path, rules=rules, overrides=overrides, cache_dir=cache_dir, reader=reader)
-    trace = open_trace(path, cache_dir=cache_dir, reader=reader)
-    try:
+
+    def measure(trace) -> _Side:
         con = trace.con
         series = steps.step_series(con)
         usage = deltas.usage_by_step(con, series)
         return _Side(report, preflight.collect(con), series, usage, deltas.usage_whole_run(con),
                      deltas.steady_metrics(con, series, usage))
-    finally:
-        trace.close()
+    return with_trace(path, measure, cache_dir=cache_dir, reader=reader)
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -12,6 +12,7 @@ from nsys_diagnose.compare.comparison import Comparison
 from nsys_diagnose.compare.deltas import ItemDelta, MetricDelta
 from nsys_diagnose.compare.distribution import Distribution
 from nsys_diagnose.compare.verdict import StepComparison
+from nsys_diagnose.text import inline
 from nsys_diagnose.units import duration, pct
 
 # 2: the effect is the mean step period (effect.metric), with the median and the step distribution beside it
@@ -95,7 +96,8 @@ TOP_ITEMS = 12
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """One line, no control character (names come from the traced programs), '|' escaped."""
+    return inline(text).replace("|", "\\|")
 
 
 def _value(unit: str, v: float | None) -> str:
@@ -148,11 +150,11 @@ def _count(x: float) -> str:
 
 
 def render_markdown(c: Comparison, fail_pct: float | None = None) -> str:
-    head, _, rest = c.summary.partition(": ")
+    head, _, rest = inline(c.summary).partition(": ")
     lines = ["# nsys-diagnose compare", "", f"**{head}** (verdict `{c.verdict}`): {rest}", ""]
     lines += ["| | before | after |", "|---|---|---|",
               f"| export | `{_cell(Path(c.before.path).name)}` | `{_cell(Path(c.after.path).name)}` |",
-              f"| nsys | {c.before.nsys_version or 'n/a'} | {c.after.nsys_version or 'n/a'} |",
+              f"| nsys | {_cell(c.before.nsys_version or 'n/a')} | {_cell(c.after.nsys_version or 'n/a')} |",
               f"| steps | {_steps_text(c.before.steps)} | {_steps_text(c.after.steps)} |",
               f"| diagnosis | {_cell(c.before.headline)} | {_cell(c.after.headline)} |", ""]
     if fail_pct is not None:
@@ -287,30 +289,32 @@ def _status_counts(rows: list[ItemDelta]) -> list[tuple[str, int]]:
 
 def render_junit(c: Comparison, fail_pct: float | None = None) -> str:
     """Two test cases a CI system can show: the runs are comparable; the step time did not
-    regress (beyond --fail-on-regression PCT when given). Undecidable cases are skipped."""
+    regress (beyond --fail-on-regression PCT when given). Undecidable cases are skipped. Text from
+    the traces is put on one line without control characters (XML 1.0 has no place for them)."""
+    summary = inline(c.summary)
     suite = ET.Element("testsuite", name="nsys-diagnose compare")
     props = ET.SubElement(suite, "properties")
-    for name, value in (("verdict", c.verdict), ("before", c.before.path), ("after", c.after.path),
+    for name, value in (("verdict", c.verdict), ("before", inline(c.before.path)), ("after", inline(c.after.path)),
                         *_effect_properties(c.effect)):
         if value is not None:
             ET.SubElement(props, "property", name=name, value=value)
     cases = []
     comparable = ET.Element("testcase", classname="nsys-diagnose.compare", name="comparable")
     if not c.preflight.comparable:
-        el = ET.SubElement(comparable, "failure", message="; ".join(x.message for x in c.preflight.blockers),
+        el = ET.SubElement(comparable, "failure", message=inline("; ".join(x.message for x in c.preflight.blockers)),
                            type="not-comparable")
-        el.text = "\n".join(f"{x.id}: {x.message}" for x in c.preflight.checks)
+        el.text = "\n".join(f"{x.id}: {inline(x.message)}" for x in c.preflight.checks)
     cases.append(comparable)
 
     gate = f"beyond {fail_pct:g} %" if fail_pct is not None else "outside the noise"
     step = ET.Element("testcase", classname="nsys-diagnose.compare", name=f"step time: no regression {gate}")
     if c.verdict in ("not-comparable", "inconclusive"):
-        ET.SubElement(step, "skipped", message=c.summary)
+        ET.SubElement(step, "skipped", message=summary)
     elif c.regression_beyond(fail_pct if fail_pct is not None else -math.inf):
-        el = ET.SubElement(step, "failure", message=c.summary, type="regression")
-        el.text = c.summary
+        el = ET.SubElement(step, "failure", message=summary, type="regression")
+        el.text = summary
     out = ET.SubElement(step, "system-out")
-    out.text = c.summary
+    out.text = summary
     if c.effect is not None:
         out.text += "".join(f"\n{side} step times: {_distribution_text(d)}" for side, d in
                             (("BEFORE", c.effect.before_distribution), ("AFTER", c.effect.after_distribution)))

@@ -7,8 +7,12 @@ from pathlib import Path
 
 import yaml
 from nsys_diagnose.engine.model import Rule
+from nsys_diagnose.engine.params import check_default
 from nsys_diagnose.errors import RuleSpecError
+from nsys_diagnose.files import NotRegularFile, TooLarge, read_regular
 from pydantic import ValidationError
+
+MAX_RULE_FILE_BYTES = 1 << 20  # a rule is a page of YAML and a SELECT; a bigger file is a mistake
 
 
 def builtin_rules_dir() -> Path:
@@ -34,10 +38,14 @@ def _line_of(node: yaml.Node, loc: tuple) -> int | None:
 
 
 def _read(path: Path) -> str:
+    """A rule file's text: a regular file (a pipe would block, a device never end), at most
+    MAX_RULE_FILE_BYTES, UTF-8."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path, MAX_RULE_FILE_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:
         raise RuleSpecError(path, f"is not UTF-8 text (byte {e.start})") from None
+    except (NotRegularFile, TooLarge) as e:
+        raise RuleSpecError(path, e.strerror) from None
     except OSError as e:
         raise RuleSpecError(path, f"cannot be read ({e.strerror or e})") from None
 
@@ -91,6 +99,9 @@ def load_rule(yaml_path: Path) -> Rule:
         loc = tuple(err["loc"])
         what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         raise RuleSpecError(yaml_path, f"{'.'.join(map(str, loc))}: {what}", _line_of(node, loc)) from None
+    for name, spec in rule.params.items():
+        if problem := check_default(spec):
+            raise RuleSpecError(yaml_path, f"params.{name}: {problem}", _line_of(node, ("params", name)))
     if rule.id != yaml_path.stem:
         raise RuleSpecError(yaml_path, f"rule id '{rule.id}' must match the file name '{yaml_path.stem}'",
                             _line_of(node, ("id",)))
@@ -106,8 +117,8 @@ def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule
             raise RuleSpecError(folder, "is not a folder of rules" if folder.exists() else "rules folder does not exist")
         seen: set[str] = set()
         for path in sorted(folder.rglob("*.yaml")):
-            if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts) or not path.is_file():
-                continue
+            if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts) or path.is_dir():
+                continue  # (a folder named like a rule is not one; a pipe or device is an error: _read)
             rule = load_rule(path)
             if rule.id in seen:
                 raise RuleSpecError(path, f"duplicate rule id '{rule.id}' in {folder}")

@@ -19,6 +19,9 @@ class Param(Strict):
     default: Any
     unit: str = Field(description="ns, %, bytes, count, ratio, ... ('-' when unitless)")
     why: str = Field(min_length=10, description="why this default")
+    # the allowed range of an int or float; by default the unit's (engine/params.py)
+    min: float | None = None
+    max: float | None = None
 
 
 class Docs(Strict):

@@ -19,13 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from nsys_diagnose import limits
+from nsys_diagnose.engine import bounds
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult
+from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.errors import UsageError
-from nsys_diagnose.ingest.database import with_memory_retry
+from nsys_diagnose.ingest.database import is_corrupt, with_memory_retry
 from nsys_diagnose.units import render
 
-PY_TYPES = {"int": int, "float": float, "str": str}
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
+MAX_RULE_TIMEOUT_S = 86_400.0
 MAX_RULE_ROWS = 1_000_000  # a result this long is a runaway query (say, a cross join), not evidence
 
 
@@ -37,8 +40,9 @@ def rule_timeout_s() -> float:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise UsageError(f"NSYS_DIAGNOSE_RULE_TIMEOUT_S={raw!r}: expected a number of seconds > 0")
+    if not 0 < value <= MAX_RULE_TIMEOUT_S:  # (NaN fails both; an infinite timer overflows)
+        raise UsageError(f"NSYS_DIAGNOSE_RULE_TIMEOUT_S={raw!r}: expected a number of seconds > 0 "
+                         f"and at most {MAX_RULE_TIMEOUT_S:,.0f}")
     return value
 
 
@@ -47,8 +51,10 @@ def plain(value: Any) -> Any:
     bytes become text, dates/intervals/decimals/uuids their usual forms, nested values likewise."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return limits.clip(value, limits.MAX_VALUE_BYTES)
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "backslashreplace")
+        return limits.clip(bytes(value).decode("utf-8", "backslashreplace"), limits.MAX_VALUE_BYTES)
     if isinstance(value, decimal.Decimal):
         return plain(float(value))
     if isinstance(value, datetime.timedelta):
@@ -60,41 +66,9 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        kept = [plain(v) for v in value[: limits.MAX_LIST_ITEMS]]
+        return kept + ([f"... [{len(value) - len(kept):,} more values]"] if len(value) > len(kept) else [])
     return value
-
-
-def parse_overrides(pairs: list[str] | tuple[str, ...], rules: dict[str, Rule]) -> dict[str, dict[str, Any]]:
-    """`ID.PARAM=VALUE` strings -> {rule id: {param: typed value}}; unknown names are usage errors."""
-    out: dict[str, dict[str, Any]] = {}
-    for pair in pairs:
-        key, eq, raw = pair.partition("=")
-        rule_id, dot, param = key.partition(".")
-        if not eq or not dot:
-            raise UsageError(f"--set {pair!r}: expected ID.PARAM=VALUE")
-        if rule_id not in rules:
-            raise UsageError(f"--set {pair!r}: no rule '{rule_id}' (see `nsys-diagnose rules`)")
-        spec = rules[rule_id].params.get(param)
-        if spec is None:
-            known = ", ".join(rules[rule_id].params) or "none"
-            raise UsageError(f"--set {pair!r}: rule '{rule_id}' has no parameter '{param}' (has: {known})")
-        out.setdefault(rule_id, {})[param] = convert(raw, spec.type, pair)
-    return out
-
-
-def convert(raw: str, typ: str, context: str) -> Any:
-    try:
-        if typ == "bool":
-            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                raise ValueError(raw)
-            return raw.lower() in ("true", "1", "yes")
-        if typ == "list":
-            return [s.strip() for s in raw.split(",") if s.strip()]
-        if typ == "int":
-            return int(float(raw)) if "e" in raw.lower() else int(raw)
-        return PY_TYPES[typ](raw)
-    except ValueError:
-        raise UsageError(f"--set {context!r}: {raw!r} is not a valid {typ}") from None
 
 
 def missing_inputs(rule: Rule, captured: dict[str, bool]) -> list[str]:
@@ -171,37 +145,55 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
         timer.start()
 
         def query():
-            result = cursor.execute(sql, {k: v for k, v in params.items() if k in used})
-            return [d[0] for d in result.description], result.fetchmany(MAX_RULE_ROWS + 1)
+            args = {k: v for k, v in params.items() if k in used}
+            capped, columns = bounds.bounded(cursor, sql, args)  # values cut in DuckDB (bounds.py)
+            return bounds.unwrap(columns, cursor.execute(capped, args).fetchmany(MAX_RULE_ROWS + 1))
         names, raw = with_memory_retry(cursor, query)
         if len(raw) > MAX_RULE_ROWS:
             raise ValueError(f"more than {MAX_RULE_ROWS:,} result rows: a rule returns an evidence table, "
                              "aggregate in SQL")
     except Exception as e:  # a broken rule must not stop the others
+        if is_corrupt(e):
+            raise  # the cache file, not the rule: database.with_trace rebuilds it
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if isinstance(e, duckdb.InterruptException):
             reason = f"interrupted after {timeout_s:g} s (a rule may run at most that long)"
-        return RuleResult(**base, status="error", reason=f"{_where(rule, e, sql)}: {reason}",
-                          seconds=time.perf_counter() - started)
+        return _failed(base, f"{_where(rule, e, sql)}: {reason}", started)
     finally:
         timer.cancel()
         cursor.close()
+    # Rendering counts against the same time limit, and the rows and findings kept against the
+    # rule's byte budget (limits.py): what is left out is still counted in row_count.
+    deadline = started + timeout_s
     flag_cols = [n for n in names if n.startswith(("__finding_", "__advice_"))]
     rows = [dict(zip(names, map(plain, r))) for r in raw]
     evidence_rows = [{k: v for k, v in row.items() if k not in flag_cols} for row in rows]
     findings: list[Finding] = []
+    budget = limits.MAX_RULE_BYTES
     try:
         for i, spec in enumerate(rule.findings):
             hits = [(row, ev) for row, ev in zip(rows, evidence_rows) if row[f"__finding_{i}"]]
             for row, ev in hits[: spec.limit]:
+                if time.perf_counter() > deadline:
+                    return _failed(base, f"{rule.source}: interrupted after {timeout_s:g} s while rendering its "
+                                         "findings (a rule may take at most that long)", started)
                 impact = ev.get(spec.impact_ns) if spec.impact_ns else None
-                findings.append(Finding(
-                    rule_id=rule.id, severity=spec.severity or rule.severity,
-                    message=render(spec.message, ev), fix=spec.fix or advice(rule, row, ev),
-                    impact_ns=int(impact) if impact is not None else None, evidence=ev, claims=spec.claims))
+                finding = Finding(rule_id=rule.id, severity=spec.severity or rule.severity,
+                                  message=render(spec.message, ev), fix=spec.fix or advice(rule, row, ev),
+                                  impact_ns=int(impact) if impact is not None else None, evidence=ev,
+                                  claims=spec.claims)
+                budget -= limits.json_size(finding.model_dump(mode="json"))
+                if budget < 0:
+                    break
+                findings.append(finding)
     except Exception as e:  # KeyError, ValueError, OverflowError (an infinite impact), ...
-        return RuleResult(**base, status="error", reason=f"{rule.source}: message template: {e}",
-                          seconds=time.perf_counter() - started)
+        return _failed(base, f"{rule.source}: message template: {e}", started)
+    kept, _ = limits.within_budget(evidence_rows[: rule.rows_limit], max(0, budget))
     return RuleResult(**base, status="fired" if findings else "passed", findings=findings,
-                      rows=evidence_rows[: rule.rows_limit], row_count=len(rows), display=rule.display,
+                      rows=kept, row_count=len(rows), display=rule.display,
+                      seconds=time.perf_counter() - started)
+
+
+def _failed(base: dict, reason: str, started: float) -> RuleResult:
+    return RuleResult(**base, status="error", reason=limits.clip(reason, limits.MAX_REASON_BYTES),
                       seconds=time.perf_counter() - started)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from nsys_diagnose.engine.model import SEVERITY_RANK, Rule
-from nsys_diagnose.engine.runner import convert
+from nsys_diagnose.engine.params import typed  # (checks type and range: params.py)
 from nsys_diagnose.errors import UsageError
 
 
@@ -44,20 +44,6 @@ def resolve(rules: dict[str, Rule], select: Iterable[str] | None = None,
     return [rule_id for rule_id in rules if rule_id in chosen]
 
 
-def typed(value: Any, typ: str, context: str) -> Any:
-    """A parameter value as its rule declares it: text is converted as --set does, typed values
-    (TOML, Python) are checked."""
-    if isinstance(value, str) and typ != "str":
-        return convert(value, typ, context)
-    ok = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-          "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-          "str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
-          "list": lambda v: isinstance(v, (list, tuple))}[typ]
-    if not ok(value):
-        raise UsageError(f"{context}: {value!r} is not a valid {typ}")
-    return float(value) if typ == "float" else list(value) if typ == "list" else value
-
-
 def overrides_from(params: Mapping[str, Any] | None, rules: dict[str, Rule], *,
                    origin: str = "params") -> dict[str, dict[str, Any]]:
     """{"rule.param": value} (or {"rule": {"param": value}}) -> {rule id: {param: typed value}}."""
@@ -78,7 +64,7 @@ def overrides_from(params: Mapping[str, Any] | None, rules: dict[str, Rule], *,
             if spec is None:
                 known = ", ".join(rules[rule_id].params) or "none"
                 raise UsageError(f"{context}: rule '{rule_id}' has no parameter '{param}' (has: {known})")
-            out.setdefault(rule_id, {})[param] = typed(v, spec.type, context)
+            out.setdefault(rule_id, {})[param] = typed(v, spec, context)
     return out
 
 

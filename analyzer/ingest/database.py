@@ -1,8 +1,9 @@
-"""Turn an export into a normalized DuckDB database, cached by the input's content identity.
+"""Turn an export into a normalized DuckDB database, cached by the SHA-256 of the export's bytes.
 
 The first run copies the projected columns into a `.duckdb` file (temporary name, then an
-atomic rename); later runs on the same unchanged export reopen it in well under a second.
-Rules always run on a read-only connection with DuckDB's external access disabled.
+atomic rename, with a checksum file beside it: cache_files.py); later runs on the same
+unchanged export reopen it in well under a second, once the file is verified. Rules always run
+on a read-only connection with DuckDB's external access disabled.
 """
 
 from __future__ import annotations
@@ -10,25 +11,46 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, TypeVar
 
 import duckdb
 from nsys_diagnose.errors import InputError, UsageError
-from nsys_diagnose.ingest import nsysrep, schema
+from nsys_diagnose.files import NotRegularFile, kind, open_regular
+from nsys_diagnose.ingest import cache_files, identity, nsysrep, schema
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 
-CACHE_FORMAT = 2  # bump when the cache layout changes in a way the SQL text does not show
+CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
+JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # a rollback journal's header, zeroed once committed
 # DuckDB's memory cap for the ingest and for the rules' connection; beyond it, it spills to disk.
-MEMORY_LIMIT = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT", "500MB")
+# $NSYS_DIAGNOSE_MEMORY_LIMIT overrides it (memory_limit()).
+MEMORY_LIMIT = "500MB"
 # An operator that cannot spill (some aggregates and joins) can still run out under the cap: the
 # ingest, or the one query, is then redone once with this much, rather than failing.
 RETRY_MEMORY_LIMIT = "4GB"
+MAX_THREADS = 1024
+_SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
+_UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
+T = TypeVar("T")
+
+
+def memory_limit() -> str:
+    """DuckDB's memory cap: $NSYS_DIAGNOSE_MEMORY_LIMIT (a number and a unit, e.g. 2GB), parsed
+    and written back in DuckDB's form, else MEMORY_LIMIT. The raw value never reaches SQL."""
+    raw = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT")
+    if raw is None:
+        return MEMORY_LIMIT
+    match = _SIZE.fullmatch(raw)
+    if not match or float(match[1]) <= 0:
+        raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: expected a size such as 500MB or 2GB")
+    return f"{match[1]}{_UNITS[(match[2] or 'B').lower()]}"
 
 # source table -> alias of its src_* relation in normalize.sql
 ALIASES = {
@@ -119,28 +141,57 @@ class Trace:
     reader: str
     from_cache: bool
     source_tables: list[str] = field(default_factory=list)
-    _cleanup: Path | None = None
+    _cleanup: cache_files.TempFolder | None = None
     report: Path | None = None  # the .nsys-rep that `path` was exported from, if any
+    db: Path | None = None  # the cache file the tables come from (from_cache), else None
 
     def close(self) -> None:
         self.con.close()
         if self._cleanup is not None:
-            self._cleanup.unlink(missing_ok=True)
+            self._cleanup.remove()
+
+
+def _head(path: Path) -> tuple[bytes, int]:
+    """The first 100 bytes and the size of a regular file, opened without blocking."""
+    try:
+        with open_regular(path) as f:
+            return f.read(100), os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except NotRegularFile as e:
+        _not_regular(path, e.what)
+    except OSError as e:
+        with contextlib.suppress(OSError):  # a socket cannot even be opened: say what it is
+            if not stat.S_ISREG(mode := os.stat(path).st_mode):
+                _not_regular(path, kind(mode))
+        raise InputError(path, f"cannot be read ({e.strerror or e})") from None
+
+
+def _not_regular(path: Path, what: str):
+    if what == "a directory":
+        raise InputError(path, "is a directory, not an export file")
+    raise InputError(path, f"is not a regular file ({what} cannot hold an export)")
+
+
+def _pending(path: Path, suffix: str, magic: bytes | None = None) -> Path | None:
+    """The `-wal` or `-journal` file beside the export when it holds something. One that is a
+    pipe or device is refused: SQLite would open it, and block on a pipe."""
+    side = path.with_name(path.name + suffix)
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(mode := os.stat(side).st_mode):
+            raise InputError(path, f"has {kind(mode)} named {side.name} beside it where SQLite keeps its "
+                                   "journal; remove it first")
+    try:
+        with open_regular(side) as f:
+            head = f.read(len(magic) if magic else 1)
+    except OSError:
+        return None
+    return side if head and (magic is None or head == magic) else None
 
 
 def check_input(path: Path) -> None:
     """Cheap checks that give one clear line instead of a database error."""
-    if not path.exists():
-        raise InputError(path, "no such file")
-    if path.is_dir():
-        raise InputError(path, "is a directory, not an export file")
-    if not path.is_file():  # a FIFO would block the open forever; SQLite reads only files anyway
-        raise InputError(path, "is not a regular file (a pipe or device cannot hold an export)")
-    try:
-        with path.open("rb") as f:
-            head = f.read(100)
-    except OSError as e:
-        raise InputError(path, f"cannot be read ({e.strerror or e})") from None
+    head, size = _head(path)
     if not head:
         raise InputError(path, "is empty (0 bytes)")
     if not head.startswith(SQLITE_MAGIC):
@@ -150,27 +201,42 @@ def check_input(path: Path) -> None:
     page_size = int.from_bytes(head[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(head[28:32], "big")
-    size = path.stat().st_size
-    if page_size and pages and size < page_size * pages:
+    # The page count in the header is valid only while its version-valid-for number equals the
+    # change counter; an older writer leaves it stale, and SQLite then goes by the file size.
+    if page_size and pages and head[24:28] == head[92:96] and size < page_size * pages:
         raise InputError(path, f"is truncated ({size} bytes, header says {page_size * pages})")
-    wal = path.with_name(path.name + "-wal")
-    if 2 in (head[18], head[19]) and wal.is_file() and wal.stat().st_size > 0:
+    if 2 in (head[18], head[19]) and (wal := _pending(path, "-wal")):
         # a read-only open cannot apply them, so the report would silently miss the latest rows
         raise InputError(path, f"has changes not yet written into it ({wal.name}); checkpoint it first "
                                f"(`sqlite3 {path.name} 'PRAGMA wal_checkpoint'`) or copy it with `sqlite3 .backup`")
+    _pending(path, "-shm")
+    if journal := _pending(path, "-journal", JOURNAL_MAGIC):
+        # a transaction that did not finish: the file holds part of it, and only a writable open
+        # rolls it back. Read as it is, the report would show changes that never happened.
+        raise InputError(path, f"has an unfinished transaction ({journal.name}, a hot journal); open it once "
+                               f"with sqlite3 to roll it back (`sqlite3 {path.name} 'PRAGMA quick_check'`), "
+                               "or export it again")
 
 
-def content_key(path: Path) -> str:
-    """Identity of the export's content for the ingest cache. The SQLite header is the first
-    sampled block, and its change counter moves on every write."""
-    return nsysrep.sampled_digest(path, _ingest_fingerprint())
+def content_key(path: Path, cache_dir: Path | None = None) -> str:
+    """The ingest cache's key of the export: the SHA-256 of all its bytes (remembered in the
+    cache folder by its stat identity: identity.py) and of the ingest SQL."""
+    return _content(path, cache_dir)[0]
+
+
+def _content(path: Path, cache_dir: Path | None) -> tuple[str, identity.Content]:
+    content = identity.identify(path, (cache_dir or default_cache_dir()) / "ids")
+    key = hashlib.sha256(f"{_ingest_fingerprint()}|{content.sha256}".encode()).hexdigest()[:32]
+    return key, content
 
 
 def default_cache_dir() -> Path:
     env = os.environ.get("NSYS_DIAGNOSE_CACHE_DIR")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base or not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nsys-diagnose"
 
 
@@ -196,7 +262,7 @@ def _ingest_fingerprint() -> str:
 def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[str]]:
     """Ingest `path` into a new DuckDB file `out`. Returns (reader used, source tables present)."""
     try:
-        return _build(path, out, reader_kind, MEMORY_LIMIT)
+        return _build(path, out, reader_kind, memory_limit())
     except duckdb.OutOfMemoryException:
         for leftover in (out, Path(str(out) + ".wal")):
             leftover.unlink(missing_ok=True)
@@ -208,13 +274,15 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
     tables = discover(path)
     if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
         raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
-    con = duckdb.connect(str(out), config=ingest_config() | thread_config())
+    missing = schema.missing_columns(tables)
+    if missing:
+        raise InputError(path, f"table {missing[0]} lacks its column {missing[1]}, which every nsys export has")
+    # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of growing
+    # with the trace (a 1e7-kernel export stays under 1 GB of RSS). Set in the config, not in SQL.
+    con = duckdb.connect(str(out), config=ingest_config() | thread_config() | {"memory_limit": memory_limit})
     try:
         con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
         con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
-        # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of
-        # growing with the trace (a 1e7-kernel export stays under 1 GB of RSS).
-        con.execute(f"SET memory_limit = '{memory_limit}'")
         # Freed memory goes back to the system promptly, so RSS stays near the limit above.
         con.execute("SET allocator_background_threads = true")
         con.execute("SET allocator_flush_threshold = '32MB'")
@@ -228,6 +296,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
             present = tables.get(table)
             reader.relation(ALIASES[table], table if present is not None else None, columns,
                             present or set(), schema.ROW_FILTERS.get(table))
+        _check_strings(con, path)
         for _, text in _sql_files():
             for stmt in _statements(text):
                 con.execute(stmt)
@@ -258,6 +327,17 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         shutil.rmtree(str(out) + ".spill", ignore_errors=True)
 
 
+def _check_strings(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """StringIds maps an id to one string. Two rows with one id and different strings (no nsys
+    writes them) would give every kernel, API call and range with that id two names, each row
+    counted twice; the same string twice is harmless and read once."""
+    row = con.execute("SELECT id, count(DISTINCT value) FROM src_strings WHERE id IS NOT NULL "
+                      "GROUP BY id HAVING count(DISTINCT value) > 1 ORDER BY id LIMIT 1").fetchone()
+    if row:
+        raise InputError(path, f"StringIds holds {row[1]} different strings for id {row[0]}; an export has one "
+                               "per id (the file was edited or merged)")
+
+
 def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
     # No file access, no extension loading, no ATTACH: a rule sees only the normalized tables.
     # Rules are bounded like the ingest (they spill beside the cache file: 1.9 -> 0.9 GB peak RSS
@@ -265,7 +345,7 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False,
                                                             "autoload_known_extensions": False,
                                                             "autoinstall_known_extensions": False,
-                                                            "memory_limit": MEMORY_LIMIT,
+                                                            "memory_limit": memory_limit(),
                                                             "asof_loop_join_threshold": 0} | thread_config())
     con.execute("SET enable_progress_bar = false")  # see build()
     return con
@@ -277,8 +357,8 @@ def thread_config() -> dict:
     raw = os.environ.get("NSYS_DIAGNOSE_THREADS")
     if raw is None:
         return {}
-    if not (raw.isdigit() and int(raw) > 0):
-        raise UsageError(f"NSYS_DIAGNOSE_THREADS={raw!r}: expected a whole number of threads > 0")
+    if not (re.fullmatch(r"[0-9]{1,4}", raw.strip()) and 0 < int(raw) <= MAX_THREADS):  # not str.isdigit: '²'
+        raise UsageError(f"NSYS_DIAGNOSE_THREADS={raw!r}: expected a whole number of threads from 1 to {MAX_THREADS}")
     return {"threads": int(raw)}
 
 
@@ -296,49 +376,81 @@ def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
         return run()
 
 
-def _open_cached(db: Path) -> duckdb.DuckDBPyConnection | None:
-    if not db.exists():
+def is_corrupt(e: BaseException) -> bool:
+    """DuckDB found a block of the database that does not match its checksum."""
+    return isinstance(e, duckdb.IOException) and ("Corrupt database file" in str(e) or "checksum" in str(e))
+
+
+def _tables_of(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, bool], str, list[str]]:
+    captured = dict(con.execute("SELECT view_name, captured FROM captured").fetchall())
+    used = con.execute("SELECT reader FROM ingest_info").fetchone()[0]
+    sources = [r[0] for r in con.execute("SELECT name FROM source_tables").fetchall()]
+    return captured, used, sources
+
+
+def _open_cached(db: Path) -> tuple[duckdb.DuckDBPyConnection, tuple] | None:
+    """The verified cache database and its bookkeeping tables, or None (absent or discarded)."""
+    if not cache_files.verified(db):
         return None
     try:
-        return _open_readonly(db)
-    except duckdb.Error:
-        db.unlink(missing_ok=True)  # a cache from another duckdb or a torn write: rebuild
+        con = _open_readonly(db)
+    except duckdb.Error as e:  # from another DuckDB, or damaged in a way the sum cannot see
+        cache_files.warn(db, f"cache file cannot be opened ({str(e).splitlines()[0]})")
+        cache_files.discard(db, cache_files.sum_file(db))
+        return None
+    try:
+        return con, _tables_of(con)
+    except duckdb.Error as e:
+        con.close()
+        cache_files.warn(db, f"cache file unreadable ({str(e).splitlines()[0]})")
+        cache_files.discard(db, cache_files.sum_file(db))
         return None
 
 
-def _open_or_build(db: Path, export: Path, reader: str) -> tuple[duckdb.DuckDBPyConnection, bool]:
-    """The cache database `db` of `export`, ingested first if absent: (connection, was cached)."""
-    if (con := _open_cached(db)) is not None:
-        return con, True
+def _open_or_build(db: Path, export: Path, reader: str,
+                   content: identity.Content) -> tuple[duckdb.DuckDBPyConnection, tuple, bool]:
+    """The cache database `db` of `export`, ingested first if absent: (connection, tables, cached)."""
+    if (opened := _open_cached(db)) is not None:
+        return *opened, True
     # A second process on the same export waits for the first one's ingest (minutes and a GB
     # on a big export) instead of doing it again, then opens its result.
-    with _exclusive(db.with_name(f".{db.stem}.lock")):
-        if (con := _open_cached(db)) is not None:
-            return con, True
-        tmp = db.with_name(f".{db.name}.{os.getpid()}.tmp")
+    with cache_files.exclusive(cache_files.lock_file(db)):
+        if (opened := _open_cached(db)) is not None:
+            return *opened, True
+        cache_files.sweep(db.parent, held=db.stem)
+        tmp = cache_files.build_name(db)
         try:
             build(export, tmp, reader)
-            os.replace(tmp, db)
+            if not identity.still_holds(export, content):  # the key would name other bytes
+                raise InputError(export, "changed while it was being read (is it still being written?); "
+                                         "run again once it is complete")
+            cache_files.seal(tmp, db)
         finally:
-            tmp.unlink(missing_ok=True)
-            Path(str(tmp) + ".wal").unlink(missing_ok=True)
-        return _open_readonly(db), False
+            cache_files.discard(tmp, Path(f"{tmp}.wal"), Path(f"{tmp}.spill"))
+        con = _open_readonly(db)
+        return con, _tables_of(con), False
 
 
-@contextlib.contextmanager
-def _exclusive(lock: Path) -> Iterator[None]:
-    """An exclusive lock on `lock` (a small file left in the cache folder), where the OS has one."""
+def with_trace(path: str | os.PathLike, run: Callable[[Trace], T], **options) -> T:
+    """run(trace) on the opened export. A cache file found corrupt only while it is read (DuckDB
+    checks every block it reads against its checksum) is discarded, said on stderr, rebuilt, and
+    run() is called again once."""
+    trace = open_trace(path, **options)
     try:
-        import fcntl
-    except ImportError:  # Windows: no wait; both build, and the atomic rename keeps one result
-        yield
-        return
-    with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+        return run(trace)
+    except duckdb.Error as e:
+        if trace.db is None or not is_corrupt(e):
+            raise
+        corrupt, problem = trace.db, str(e).splitlines()[0]
+    finally:
+        trace.close()
+    cache_files.warn(corrupt, f"cache file corrupt ({problem})")
+    cache_files.discard(corrupt, cache_files.sum_file(corrupt))
+    trace = open_trace(path, **options)
+    try:
+        return run(trace)
+    finally:
+        trace.close()
 
 
 def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,
@@ -350,8 +462,7 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
         trace.report = p
         return trace
     check_input(p)
-    cleanup = None
-    from_cache = False
+    memory_limit()  # a malformed $NSYS_DIAGNOSE_MEMORY_LIMIT is a usage error before any work
     if use_cache:
         cache_dir = cache_dir or default_cache_dir()
         try:
@@ -361,21 +472,17 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
         except OSError:
             use_cache = False
     if use_cache:
-        db = cache_dir / f"{content_key(p)}.duckdb"
-        con, from_cache = _open_or_build(db, p, reader)
-    else:
-        fd, name = tempfile.mkstemp(suffix=".duckdb", prefix="nsys-diagnose-")
-        os.close(fd)
-        db = Path(name)
-        db.unlink()  # duckdb wants to create the file itself
-        try:
-            build(p, db, reader)
-        except BaseException:
-            db.unlink(missing_ok=True)
-            raise
-        con = _open_readonly(db)
-        cleanup = db
-    captured = dict(con.execute("SELECT view_name, captured FROM captured").fetchall())
-    used = con.execute("SELECT reader FROM ingest_info").fetchone()[0]
-    sources = [r[0] for r in con.execute("SELECT name FROM source_tables").fetchall()]
-    return Trace(p, con, captured, used, from_cache, sources, cleanup)
+        key, content = _content(p, cache_dir)
+        db = cache_dir / f"{key}.duckdb"
+        con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, content)
+        return Trace(p, con, captured, used, from_cache, sources, db=db if from_cache else None)
+    # No cache: a private folder, removed on close (or by a later run's sweep, if this one is killed)
+    folder = cache_files.TempFolder()
+    try:
+        build(p, folder.path / "trace.duckdb", reader)
+        con = _open_readonly(folder.path / "trace.duckdb")
+        captured, used, sources = _tables_of(con)
+    except BaseException:
+        folder.remove()
+        raise
+    return Trace(p, con, captured, used, False, sources, folder)

@@ -2,8 +2,9 @@
 
 nsys-diagnose reads only SQLite. Given a report file it runs
 `nsys export --type sqlite -o <cache>/<key>.sqlite <report>` when `nsys` is on PATH (or named by
-$NSYS_DIAGNOSE_NSYS), keyed by the report's content so later runs skip the export; never next to
-the input. Without nsys it stops with one line giving the command to run.
+$NSYS_DIAGNOSE_NSYS), keyed by the SHA-256 of the report's bytes so later runs skip the export
+(the export is checksummed like every cache entry: cache_files.py); never next to the input.
+Without nsys it stops with one line giving the command to run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from nsys_diagnose.errors import InputError
+from nsys_diagnose.ingest import cache_files, identity
 
 SUFFIXES = (".nsys-rep", ".qdrep")  # .qdrep: the report's name before nsys 2021.4
 EXPORT_FORMAT = 1  # bump when the export command changes (e.g. new flags): old exports are redone
@@ -38,22 +40,10 @@ def export_command(nsys: str, report: Path, out: Path) -> list[str]:
     return [nsys, "export", "--type", "sqlite", "-o", str(out), str(report)]
 
 
-def sampled_digest(path: Path, salt: str) -> str:
-    """Identity of a big file's content, cheap on 10 GB: its size and 17 sampled 64 KiB blocks
-    (16 spread over it and the last one), hashed after `salt`."""
-    h = hashlib.sha256(f"{salt}|".encode())
-    size = path.stat().st_size
-    h.update(f"{size}|".encode())
-    with path.open("rb") as f:
-        for i in range(17):
-            f.seek(min(size, (size // 16) * i) if i < 16 else max(0, size - 65536))
-            h.update(f.read(65536))
-    return h.hexdigest()[:32]
-
-
-def report_key(path: Path) -> str:
-    """Identity of the report's content."""
-    return sampled_digest(path, f"nsys-rep|{EXPORT_FORMAT}")
+def report_key(path: Path, cache_dir: Path | None = None) -> str:
+    """The report's content: the SHA-256 of its bytes (identity.py), and the export command."""
+    digest = identity.content_hash(path, cache_dir / "ids" if cache_dir else None)
+    return hashlib.sha256(f"nsys-rep|{EXPORT_FORMAT}|{digest}".encode()).hexdigest()[:32]
 
 
 def _writable(folder: Path) -> bool:
@@ -66,8 +56,9 @@ def _writable(folder: Path) -> bool:
         return False
 
 
-def _run_export(nsys: str, report: Path, out: Path) -> None:
-    """Export to a temporary name beside `out`, then rename: a killed export leaves no torn file."""
+def _run_export(nsys: str, report: Path, out: Path, sealed: bool) -> None:
+    """Export to a temporary name beside `out`, then rename (with its checksum file when
+    `sealed`, for the cache): a killed export leaves no torn file."""
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.sqlite")
     try:
         done = subprocess.run(export_command(nsys, report, tmp), stdin=subprocess.DEVNULL,
@@ -76,7 +67,10 @@ def _run_export(nsys: str, report: Path, out: Path) -> None:
             said = [ln.strip() for ln in (done.stderr + "\n" + done.stdout).splitlines() if ln.strip()]
             detail = f": {said[-1]}" if said else ""
             raise InputError(report, f"`nsys export` failed (exit {done.returncode}){detail}")
-        os.replace(tmp, out)
+        if sealed:
+            cache_files.seal(tmp, out)
+        else:
+            os.replace(tmp, out)
     except OSError as e:
         raise InputError(report, f"could not run `{nsys} export` ({e.strerror or e})") from None
     finally:
@@ -87,8 +81,8 @@ def _run_export(nsys: str, report: Path, out: Path) -> None:
 def exported(report: Path, cache_dir: Path | None) -> Iterator[Path]:
     """The SQLite export of `report`: kept in `cache_dir` (reused when already there), or, with
     no usable cache folder, made in a temporary folder that is removed on exit."""
-    cached = cache_dir / f"{report_key(report)}.sqlite" if cache_dir and _writable(cache_dir) else None
-    if cached is not None and cached.is_file():
+    cached = cache_dir / f"{report_key(report, cache_dir)}.sqlite" if cache_dir and _writable(cache_dir) else None
+    if cached is not None and cache_files.verified(cached):
         yield cached
         return
     nsys = find_nsys()
@@ -98,10 +92,12 @@ def exported(report: Path, cache_dir: Path | None) -> Iterator[Path]:
                          f"`nsys export --type sqlite -o {shlex.quote(str(out))} {shlex.quote(str(report))}` "
                          "and analyze the .sqlite")
     if cached is not None:
-        _run_export(nsys, report, cached)
+        with cache_files.exclusive(cache_files.lock_file(cached)):
+            if not cache_files.verified(cached):  # another process may have exported it meanwhile
+                _run_export(nsys, report, cached, sealed=True)
         yield cached
         return
-    with tempfile.TemporaryDirectory(prefix="nsys-diagnose-") as tmp:
-        out = Path(tmp) / "report.sqlite"
-        _run_export(nsys, report, out)
+    with cache_files.private_tempdir() as tmp:
+        out = tmp / "report.sqlite"
+        _run_export(nsys, report, out, sealed=False)
         yield out

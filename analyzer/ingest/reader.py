@@ -17,6 +17,8 @@ from typing import Iterator
 
 import duckdb
 from nsys_diagnose.errors import InputError
+from nsys_diagnose.files import open_regular
+from nsys_diagnose.ingest import schema
 
 BATCH_ROWS = 65536
 _SQLITE_CAST = {"BIGINT": "INTEGER", "VARCHAR": "TEXT", "DOUBLE": "REAL"}
@@ -64,16 +66,31 @@ def quote_uri(p: str) -> str:
 
 
 def discover(path: Path) -> dict[str, set[str]]:
-    """Tables of the export and their columns; raises InputError if it is not readable SQLite."""
+    """Tables of the export and their columns; raises InputError if it is not readable SQLite.
+    SQLite's names are case-blind (a table stored as cupti_activity_kind_kernel answers to
+    CUPTI_ACTIVITY_KIND_KERNEL), so names the schema knows are given in its spelling."""
     try:
         con = open_sqlite(path)
         try:
-            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-            return {t: {r[1] for r in con.execute(f"PRAGMA table_info({quote(t)})")} for t in names}
+            # (a damaged schema can hold a name that is a blob or a number: such a table is not ours)
+            names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                     if isinstance(r[0], str)]
+            found = {t: {r[1] for r in con.execute(f"PRAGMA table_info({quote(t)})") if isinstance(r[1], str)}
+                     for t in names}
         finally:
             con.close()
     except sqlite3.DatabaseError as e:
         raise InputError(path, f"not a readable SQLite database ({e})") from None
+    return {_spelled(t, TABLES): {_spelled(c, COLUMNS.get(_spelled(t, TABLES), {})) for c in cols}
+            for t, cols in found.items()}
+
+
+def _spelled(name: str, known: dict[str, str]) -> str:
+    return known.get(name.lower(), name)
+
+
+TABLES = {t.lower(): t for t in (*schema.SOURCES, *schema.NSYS_MARKERS)}
+COLUMNS = {t: {c.lower(): c for c in cols} for t, cols in schema.SOURCES.items()}
 
 
 def _select_list(columns: dict[str, str], present: set[str], cast) -> str:
@@ -183,7 +200,7 @@ def sql_string(s: str) -> str:
 def wal_mode(path: Path) -> bool:
     """Header bytes 18-19 are 2 in WAL mode. SQLite then keeps -wal and -shm files beside the
     database, and DuckDB's extension (no `immutable` open) would create them next to the input."""
-    with path.open("rb") as f:
+    with open_regular(path) as f:
         head = f.read(20)
     return len(head) == 20 and 2 in (head[18], head[19])
 

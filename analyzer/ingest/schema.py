@@ -75,6 +75,26 @@ ROW_FILTERS = {
     "TARGET_INFO_SYSTEM_ENV": "name IN ('NvDriverVersion', 'CudaDriverVersion', 'CpuCores', 'OsDescription')",
 }
 
+# Columns every nsys version writes in these tables: without them no row can be placed in time
+# or on a device, so a table lacking one is refused rather than read as empty.
+REQUIRED = {
+    "StringIds": ("id", "value"),
+    "CUPTI_ACTIVITY_KIND_KERNEL": ("start", "end", "deviceId"),
+    "CUPTI_ACTIVITY_KIND_MEMCPY": ("start", "end", "deviceId"),
+    "CUPTI_ACTIVITY_KIND_MEMSET": ("start", "end", "deviceId"),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end"),
+}
+
+
+def missing_columns(tables: dict[str, set[str]]) -> tuple[str, str] | None:
+    """(table, column) of the first required column a present table lacks, else None."""
+    for table, columns in REQUIRED.items():
+        for column in columns:
+            if table in tables and column not in tables[table]:
+                return table, column
+    return None
+
+
 # Tables whose presence tells that something was captured at all.
 NSYS_MARKERS = ("StringIds", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
                 "NVTX_EVENTS", "OSRT_API", "TARGET_INFO_GPU", "META_DATA_EXPORT",

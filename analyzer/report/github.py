@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nsys_diagnose.engine.model import Report
 from nsys_diagnose.report import markdown
+from nsys_diagnose.text import inline
 from nsys_diagnose.units import duration
 
 COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
@@ -24,7 +25,9 @@ def _property(text: str) -> str:
 
 
 def annotation(level: str, title: str, message: str) -> str:
-    return f"::{COMMAND[level]} title={_property(title)}::{_data(message)}"
+    # names from the trace reach the job log: no escape sequence in them (text.py); lines stay lines
+    message = "\n".join(inline(line) for line in message.split("\n"))
+    return f"::{COMMAND[level]} title={_property(inline(title))}::{_data(message)}"
 
 
 def render(report: Report) -> str:

@@ -8,7 +8,9 @@ CREATE MACRO nsys_pid(g) AS (g >> 24) & 16777215;
 CREATE MACRO nsys_tid(g) AS g & 16777215;
 CREATE MACRO api_base_name(n) AS regexp_replace(n, '_v[0-9]+$', '');
 
-CREATE TEMP TABLE strings AS SELECT id, value FROM src_strings;
+-- DISTINCT: a string listed twice under its id must not double the rows joined to it (different
+-- strings under one id are refused at ingest, database._check_strings).
+CREATE TEMP TABLE strings AS SELECT DISTINCT id, value FROM src_strings WHERE id IS NOT NULL;
 
 -- Built-in enum labels: old exports have no ENUM tables, 2022.4 --lazy=false ones have empty
 -- ones. Values are stable across versions (nsys-schema.md 1.5), so the built-ins are a fallback.
@@ -119,7 +121,8 @@ FROM src_kernel k
 LEFT JOIN launches l ON l.global_pid = k.globalPid AND l.correlation_id = k.correlationId
 LEFT JOIN strings dn ON dn.id = k.demangledName
 LEFT JOIN strings sn ON sn.id = k.shortName
-WHERE k.start > 0 AND k."end" >= k.start;
+-- a GPU operation without a device (NULL deviceId: no nsys writes it) cannot be placed: dropped
+WHERE k.start > 0 AND k."end" >= k.start AND k.deviceId IS NOT NULL;
 
 CREATE TABLE memcpys AS
 SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS device_id,
@@ -138,7 +141,7 @@ LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.corr
 LEFT JOIN memcpy_kind ck ON ck.id = m.copyKind
 LEFT JOIN mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN mem_kind dk ON dk.id = m.dstKind
-WHERE m.start > 0 AND m."end" >= m.start;
+WHERE m.start > 0 AND m."end" >= m.start AND m.deviceId IS NOT NULL;
 
 CREATE TABLE memsets AS
 SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS device_id,
@@ -149,7 +152,7 @@ SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS de
 FROM src_memset m
 LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.correlationId
 LEFT JOIN mem_kind mk ON mk.id = m.memKind
-WHERE m.start > 0 AND m."end" >= m.start;
+WHERE m.start > 0 AND m."end" >= m.start AND m.deviceId IS NOT NULL;
 
 -- Whole CUDA graph replays, present when graphs were traced at graph level.
 CREATE TABLE graph_launches AS
@@ -160,7 +163,7 @@ SELECT nsys_pid(g.globalPid) AS pid, g.globalPid AS global_pid, g.deviceId AS de
        l.tid AS launch_tid, l.api AS launch_api, l.start_ns AS launch_start_ns, l.end_ns AS launch_end_ns
 FROM src_graph g
 LEFT JOIN launches l ON l.global_pid = g.globalPid AND l.correlation_id = g.correlationId
-WHERE g.start > 0 AND g."end" >= g.start;
+WHERE g.start > 0 AND g."end" >= g.start AND g.deviceId IS NOT NULL;
 
 -- launches is big (a row per GPU operation) and no longer needed: free its memory now.
 DROP TABLE launches;
