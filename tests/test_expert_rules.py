@@ -84,7 +84,10 @@ def test_pageable_copies_name_the_direction_and_the_fix(reports):
     for name in ("transfer_pageable", "dataloader_bound"):
         result = _result(reports[name], "pageable-memcpy")
         top = result.findings[0]
-        assert top.severity == "warning" and top.evidence["kind"] == "Host-to-Device"
+        # dataloader_bound's copies are 1.3 % of a step that waits on data loading: info, with why
+        want = "warning" if name == "transfer_pageable" else "info"
+        assert top.severity == want and top.evidence["kind"] == "Host-to-Device"
+        assert want == "warning" or "critical path" in top.note
         assert "pin_memory" in top.fix and "non_blocking=True" in top.fix
         assert top.evidence["est_saving_ns"] > 0
     # the 256 MiB tensor of every step after the first

@@ -5,7 +5,11 @@
 WITH ops AS (
   SELECT pid, device_id, kind, host_memory, duration_ns, bytes FROM memcpys
   UNION ALL SELECT pid, device_id, 'memset', NULL, duration_ns, bytes FROM memsets),
-busy AS (SELECT nullif(sum(duration_ns), 0) AS busy_ns FROM device_busy)
+busy AS (SELECT nullif(sum(duration_ns), 0) AS busy_ns FROM device_busy),
+-- copy time no kernel hides, per (device, process), from the step-time budget
+exposed AS (SELECT device_id, pid, sum(ns) AS exposed_ns, any_value(window_ns) AS window_ns
+            FROM budget WHERE kind = 'gpu' AND cause IN ('copies', 'memsets') GROUP BY ALL),
+per_kind AS (
 SELECT arg_max(pid, duration_ns) AS pid, arg_max(device_id, duration_ns) AS device_id, kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
        avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
        min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
@@ -20,5 +24,8 @@ SELECT arg_max(pid, duration_ns) AS pid, arg_max(device_id, duration_ns) AS devi
        round(100.0 * coalesce(sum(bytes) FILTER (WHERE host_memory = 'pageable'), 0)
              / nullif(sum(bytes), 0), 2) AS pageable_bytes_pct
 FROM ops CROSS JOIN busy
-GROUP BY kind
-ORDER BY total_ns DESC, kind
+GROUP BY kind)
+SELECT k.*, coalesce(e.exposed_ns, 0) AS exposed_ns,
+       round(100.0 * coalesce(e.exposed_ns, 0) / nullif(e.window_ns, 0), 2) AS exposed_window_pct
+FROM per_kind k LEFT JOIN exposed e USING (device_id, pid)
+ORDER BY k.total_ns DESC, k.kind
