@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import duckdb
-
 from nsys_diagnose.engine.model import BudgetRow, SteadyState
 from nsys_diagnose.units import duration, pct
 
@@ -27,13 +26,7 @@ def slice_words(kind: str, cause: str, place: str | None) -> str:
     return f"idle: {IDLE_WORDS.get(cause, cause)}{where}"
 
 
-def _has(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()[0])
-
-
 def compute(con: duckdb.DuckDBPyConnection) -> tuple[list[BudgetRow], list[SteadyState]]:
-    if not (_has(con, "budget") and _has(con, "steady_summary")):
-        return [], []  # a cache made before the budget existed is re-ingested; this is a safety net
     cur = con.execute("SELECT device_id, pid, kind, cause, place, ns, pct FROM budget "
                       "ORDER BY device_id, pid, ns DESC, kind, cause, place")
     names = [d[0] for d in cur.description]

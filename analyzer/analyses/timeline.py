@@ -23,17 +23,13 @@ from nsys_diagnose.engine.model import (
     Timeline,
     UtilTrack,
 )
+from nsys_diagnose.ingest.database import has_table
 
 BINS = 2000          # bins across the window: zooming in 20x still leaves 100 bins on screen
 NVTX_DEPTHS = 2      # top-level ranges and their children: "rank0 > Model Computation" needs both
 MAX_THREADS = 8      # NVTX lanes shown: the threads with the most top-level NVTX time
 MAX_PROCESS_ROWS = 4  # per-process rows under a device that several processes share
 EXACT_RANGES = 300   # a lane with at most this many ranges is drawn range by range, else binned
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                            [name]).fetchone()[0])
 
 
 # Busy share per bin of disjoint intervals: each interval is spread over the bins it touches
@@ -147,7 +143,7 @@ def _devices(con, params: dict, bins: int) -> list[UtilTrack]:
 
 
 def _lanes(con, params: dict) -> tuple[list[NvtxLane], int]:
-    source = _LANE_SOURCE["nvtx_tree" if _has_table(con, "nvtx_tree") else "nvtx_ranges"]
+    source = _LANE_SOURCE["nvtx_tree" if has_table(con, "nvtx_tree") else "nvtx_ranges"]
     rows = con.execute(_NVTX_SQL.format(source=source),
                        {**params, "max_threads": MAX_THREADS, "exact_ranges": EXACT_RANGES}).fetchall()
     names = {(p, t): n for p, t, n in con.execute("SELECT pid, tid, name FROM threads").fetchall()}
@@ -166,7 +162,7 @@ def _lanes(con, params: dict) -> tuple[list[NvtxLane], int]:
 
 
 def _steady(con) -> list[SteadyWindow]:
-    if not _has_table(con, "steady_state"):  # built by sql/20_phases.sql; older caches lack it
+    if not has_table(con, "steady_state"):  # built by sql/20_phases.sql; older caches lack it
         return []
     rows = con.execute("SELECT pid, start_ns, end_ns, startup_ns, method FROM steady_state "
                        "WHERE start_ns IS NOT NULL AND end_ns > start_ns ORDER BY pid").fetchall()

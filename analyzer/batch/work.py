@@ -20,7 +20,7 @@ from nsys_diagnose.analyze import (
 )
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import DiagnoseError, InputError
-from nsys_diagnose.ingest.database import with_trace
+from nsys_diagnose.ingest.database import has_table, with_trace
 from nsys_diagnose.report import json as json_report
 from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
 
@@ -107,11 +107,6 @@ def command_line(meta: list[tuple[str, str]]) -> str | None:
     return " ; ".join(lines) or None
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                            [name]).fetchone()[0])
-
-
 def trace_facts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     names = [r[0] for r in con.execute("SELECT DISTINCT name FROM kernels ORDER BY name").fetchall()]
     top = con.execute("""SELECT name, any_value(short_name), sum(duration_ns)::BIGINT FROM kernels
@@ -131,7 +126,7 @@ def trace_facts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "pids": pids,
         "step_count": None, "step_median_ns": None, "step_total_ns": None, "step_source": None,
     }
-    if _has_table(con, "steps"):  # built by sql/20_phases.sql where present
+    if has_table(con, "steps"):  # built by sql/20_phases.sql where present
         n, median, total, source = con.execute(
             "SELECT count(*), median(duration_ns)::BIGINT, sum(duration_ns)::BIGINT, "
             "string_agg(DISTINCT source, ',' ORDER BY source) FROM steps").fetchone()

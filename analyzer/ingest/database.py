@@ -362,6 +362,12 @@ def thread_config() -> dict:
     return {"threads": int(raw)}
 
 
+def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether the opened trace holds a table of that name (caches of older builds may lack some)."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                            [name]).fetchone()[0])
+
+
 def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
     """run(), redone once with RETRY_MEMORY_LIMIT on `con` if it ran out of memory under the cap.
     The raised cap stays for the connection's later queries: they work on the same tables."""

@@ -88,7 +88,7 @@ FROM runs GROUP BY device_id, pid, run;
 CREATE TEMP TABLE budget_gaps AS
 SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.ns, g.duration_ns AS gap_ns, g.nvtx_range,
        g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns, g.host_ns,
-       g.after_blocking_api, g.after_blocking_kind, g.cause AS gap_cause,
+       g.after_blocking_api,
        g.start_ns - lag(g.end_ns) OVER (PARTITION BY i.device_id, i.pid ORDER BY i.start_ns) AS prev_busy_ns
 FROM budget_idle i LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns;
 
@@ -109,29 +109,28 @@ split AS (
               WHEN g.after_blocking_api IS NOT NULL THEN least(g.ns, coalesce(g.prev_busy_ns, 0)) ELSE 0 END AS waited_ns
   FROM budget_gaps g, settings s),
 parts AS (
-  SELECT device_id, pid, ns, gap_ns, nvtx_range, after_blocking_api, after_blocking_kind, waited_ns,
+  SELECT device_id, pid, ns, gap_ns, nvtx_range, waited_ns,
          ns < min_gap_ns AS dispatch, gap_ns IS NULL AS no_gap, gap_ns < launch_gap_ns AS short_gap,
          (ns - waited_ns) / nullif(gap_ns, 0)::DOUBLE AS scale,
          sync_ns, copy_ns, launch_ns, allocation_ns, module_ns, api_ns, osrt_ns, host_ns
   FROM split),
 rows AS (
-  SELECT device_id, pid, 'dispatch' AS cause, NULL AS place, NULL AS detail, ns::DOUBLE AS ns FROM parts WHERE dispatch
-  UNION ALL SELECT device_id, pid, 'no GPU work queued', NULL, NULL, ns FROM parts WHERE no_gap AND NOT dispatch
-  UNION ALL SELECT device_id, pid, 'sync', nvtx_range, after_blocking_api, waited_ns FROM parts WHERE waited_ns > 0
+  SELECT device_id, pid, 'dispatch' AS cause, NULL AS place, ns::DOUBLE AS ns FROM parts WHERE dispatch
+  UNION ALL SELECT device_id, pid, 'no GPU work queued', NULL, ns FROM parts WHERE no_gap AND NOT dispatch
+  UNION ALL SELECT device_id, pid, 'sync', nvtx_range, waited_ns FROM parts WHERE waited_ns > 0
   UNION ALL
-  SELECT device_id, pid, cause, place, detail, part * scale FROM (
-    SELECT p.*, u.cause, u.part, u.detail, p.nvtx_range AS place FROM parts p,
-    LATERAL (VALUES
-      (CASE WHEN p.short_gap THEN 'launch' ELSE 'sync' END, p.sync_ns, NULL),
-      ('copy', p.copy_ns, NULL),
-      ('launch', p.launch_ns, NULL),
-      ('allocation', p.allocation_ns, NULL),
-      ('module loading', p.module_ns, NULL),
-      (CASE WHEN p.short_gap THEN 'launch' ELSE 'other CUDA calls' END, p.api_ns, NULL),
-      ('OS wait', p.osrt_ns, NULL),
-      (CASE WHEN p.short_gap THEN 'launch' WHEN p.nvtx_range IS NULL THEN 'untraced host code' ELSE 'host code' END,
-       p.host_ns, NULL)) u(cause, part, detail)
-    WHERE NOT p.dispatch AND NOT p.no_gap AND u.part > 0)
+  SELECT p.device_id, p.pid, u.cause, p.nvtx_range, u.part * p.scale FROM parts p,
+  LATERAL (VALUES
+    (CASE WHEN p.short_gap THEN 'launch' ELSE 'sync' END, p.sync_ns),
+    ('copy', p.copy_ns),
+    ('launch', p.launch_ns),
+    ('allocation', p.allocation_ns),
+    ('module loading', p.module_ns),
+    (CASE WHEN p.short_gap THEN 'launch' ELSE 'other CUDA calls' END, p.api_ns),
+    ('OS wait', p.osrt_ns),
+    (CASE WHEN p.short_gap THEN 'launch' WHEN p.nvtx_range IS NULL THEN 'untraced host code' ELSE 'host code' END,
+     p.host_ns)) u(cause, part)
+  WHERE NOT p.dispatch AND NOT p.no_gap AND u.part > 0
 )
 SELECT device_id, pid, cause, place, sum(ns) AS ns FROM rows GROUP BY ALL;
 
@@ -186,12 +185,6 @@ WITH totals AS (
          coalesce(sum(ns) FILTER (WHERE kind = 'gpu'), 0) AS busy_ns,
          coalesce(sum(ns) FILTER (WHERE kind = 'idle'), 0) AS idle_ns
   FROM budget GROUP BY ALL),
-top_idle AS (
-  SELECT device_id, pid, arg_max(cause, ns) AS cause, arg_max(place, ns) AS place, max(ns) AS ns
-  FROM (SELECT device_id, pid, cause, place, ns FROM budget WHERE kind = 'idle' AND cause <> 'dispatch')
-  GROUP BY ALL),
-top_gpu AS (
-  SELECT device_id, pid, arg_max(cause, ns) AS cause, max(ns) AS ns FROM budget WHERE kind = 'gpu' GROUP BY ALL),
 -- Each step's first GPU operation: that of the operations launched during the step (ASOF on the
 -- launch time). Where the host runs ahead of the GPU, host-side step ranges only say how fast it
 -- enqueues; the period between first GPU operations is the step on the GPU's timeline.
@@ -221,10 +214,8 @@ SELECT t.device_id, t.pid, s.start_ns, s.end_ns, t.window_ns, s.steps, st.step_m
        t.busy_ns, round(100.0 * t.busy_ns / t.window_ns, 2) AS busy_pct, t.idle_ns,
        CASE WHEN 100.0 * t.busy_ns / t.window_ns >= g.gpu_pct THEN 'gpu-bound'
             WHEN 100.0 * t.busy_ns / t.window_ns <= g.host_pct THEN 'host-bound' ELSE 'mixed' END AS bound,
-       tg.cause AS top_gpu_class, tg.ns AS top_gpu_ns, ti.cause AS top_idle_cause, ti.place AS top_idle_place,
-       ti.ns AS top_idle_ns, s.method
-FROM totals t JOIN steady_state s USING (pid) CROSS JOIN g
-LEFT JOIN step_stats st USING (pid) LEFT JOIN top_gpu tg USING (device_id, pid) LEFT JOIN top_idle ti USING (device_id, pid);
+       s.method
+FROM totals t JOIN steady_state s USING (pid) CROSS JOIN g LEFT JOIN step_stats st USING (pid);
 
 DROP TABLE budget_raw;
 DROP TABLE budget_other_process;
