@@ -27,8 +27,11 @@ from nsys_diagnose.units import pct
 
 def rank(findings: list[Finding]) -> list[Finding]:
     """Most severe first; then those drawn on the steady state's budget, by the time a fix can give
-    back; then the others (start-up, whole-trace summaries) by their time at stake."""
-    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.recoverable_ns is None,
+    back; then the others (start-up, whole-trace summaries) by their time at stake; last those whose
+    budget slice holds nothing (a final sync: no time to give back)."""
+    def group(f: Finding) -> int:
+        return 2 if f.recoverable_ns == 0 else 1 if f.recoverable_ns is None else 0
+    return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], group(f),
                                            -(f.recoverable_ns if f.recoverable_ns is not None else f.impact_ns or 0)))
 
 
