@@ -80,7 +80,15 @@ def source_copies(name: str) -> list[Path]:
     return [package / "schemas" / file_name(name), root / "docs" / "schemas" / file_name(name)]
 
 
+def checked_copies(name: str) -> list[Path]:
+    """What `schema --check` compares: the source copies in a checkout, else the installed file."""
+    try:
+        return source_copies(name)
+    except UsageError:
+        return [shipped(name)]
+
+
 def stale(names=NAMES) -> list[str]:
     """The schema files that differ from what the models generate now ([] when up to date)."""
-    return [str(p) for name in names for p in source_copies(name)
+    return [str(p) for name in names for p in checked_copies(name)
             if not p.is_file() or p.read_text(encoding="utf-8") != text(name)]

@@ -40,6 +40,9 @@ def test_a_model_change_makes_the_files_stale(monkeypatch):
 
     models = contracts._models()
     monkeypatch.setattr(contracts, "_models", lambda: models | {"report": (Changed, *models["report"][1:])})
+    # the installed package's copy and this checkout's docs copy (also under a non-editable install)
+    monkeypatch.setattr(contracts, "source_copies",
+                        lambda name: [contracts.shipped(name), ROOT / "docs" / "schemas" / contracts.file_name(name)])
     assert len(contracts.stale(["report"])) == 2  # the package copy and the docs copy
     assert contracts.stale(["compare"]) == []
 
