@@ -55,12 +55,7 @@ def test_h200_report_opens_with_the_verified_cause(name):
 
 # Verified causes the diagnosis does not yet put first (issue 14 stays open on them); strict, so a
 # fix shows up as an unexpected pass.
-OPEN = {
-    "checkpoint_io.sqlite": "the pageable state-dict copies (transfer-share) outrank the file writes in 'checkpoint'",
-    "pageable_plus_fp32.sqlite": "transfer-share outranks fp32-gemm: the two causes are close in the budget",
-    "elementwise_chain_busy.sqlite": "fusion-candidates stays info on a busy GPU with long elementwise kernels",
-    "sleep_in_loop.sqlite": "the OS-wait finding names clock_nanosleep but not its NVTX range 'log_metrics'",
-}
+OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=OPEN[e["file"]]))

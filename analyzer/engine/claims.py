@@ -22,6 +22,11 @@ def _causes(f: Finding) -> set[str]:
     return set(c.causes) | ({extra} if extra else set())
 
 
+def _generic(f: Finding) -> bool:
+    """A claim on every cause anywhere (all idle time), as against named causes or a named place."""
+    return "*" in _causes(f) and not f.claims.place
+
+
 def _slice(f: Finding, budget: list[BudgetRow]) -> tuple[list[BudgetRow], str | None]:
     c = f.claims
     causes = _causes(f)
@@ -94,8 +99,13 @@ def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyS
     others = [f for f in findings if f not in claimed]
     for f in claimed:
         _bound(f, budget, steady)
-    # the most specific claim first, then the most time: it speaks for the slice
-    order = sorted(claimed, key=lambda f: ("*" in _causes(f), -(f.recoverable_ns or 0)))
+    # who speaks for a slice: a warning, the one with the most time; then a note (a merged
+    # warning raises it), one naming its causes before one on every cause in a place; last a
+    # claim on all idle time
+    def key(f: Finding) -> tuple[bool, bool, bool, int]:
+        note = f.severity == "info"
+        return _generic(f), note, note and "*" in _causes(f), -(f.recoverable_ns or 0)
+    order = sorted(claimed, key=key)
     primaries: list[Finding] = []
     for f in order:
         home = next((p for p in primaries if _overlap(p, f)), None)

@@ -103,6 +103,7 @@ VIEW_SOURCES = {
                      "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "NVTX_EVENTS"],
     # 21_nvtx.sql, 22_idle_gaps.sql
     "nvtx_range_stats": ["NVTX_EVENTS"],
+    "nvtx_op_time": ["NVTX_EVENTS"],
     "gpu_busy_cum": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                      "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
     "blocking_calls": ["CUPTI_ACTIVITY_KIND_RUNTIME"],

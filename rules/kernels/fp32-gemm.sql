@@ -26,13 +26,24 @@ ranked AS (
          sum(f.total_ns) OVER (PARTITION BY f.pid, f.device_id) AS fp32_ns,
          count(*) OVER (PARTITION BY f.pid, f.device_id) AS fp32_kernels,
          row_number() OVER (PARTITION BY f.pid, f.device_id ORDER BY f.total_ns DESC, f.name) AS rank
-  FROM fp32 f)
+  FROM fp32 f),
+-- the innermost NVTX range that launches most of the fp32 GEMM time
+top_range AS (
+  SELECT pid, device_id, arg_max(range_name, ns) AS top_range, max(ns) AS top_range_ns
+  FROM (SELECT o.pid, o.device_id, o.range_name, sum(o.gpu_ns) AS ns
+        FROM nvtx_op_time o JOIN fp32_names USING (name) WHERE o.kind = 'kernel' GROUP BY ALL)
+  GROUP BY ALL)
 SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tensor_formats, r.name,
        -- a wrapper's short name (cutlass::Kernel2<...>) says nothing: show the full name then
        CASE WHEN length(r.label) > 120 THEN left(r.label, 117) || '...' ELSE r.label END AS display_name,
        r.instances, r.total_ns, r.median_ns, r.rank, r.fp32_kernels, r.fp32_ns, b.busy_ns,
        round(100.0 * r.total_ns / nullif(b.busy_ns, 0), 2) AS busy_share_pct,
        round(100.0 * r.fp32_ns / nullif(b.busy_ns, 0), 2) AS fp32_share_pct,
-       round(r.fp32_ns * (1 - 1 / $expected_speedup))::BIGINT AS est_saving_ns
+       round(r.fp32_ns * (1 - 1 / $expected_speedup))::BIGINT AS est_saving_ns,
+       t.top_range, round(100.0 * t.top_range_ns / nullif(r.fp32_ns, 0), 2) AS top_range_pct,
+       CASE WHEN t.top_range IS NOT NULL
+            THEN ' (' || printf('%.0f %%', 100.0 * t.top_range_ns / nullif(r.fp32_ns, 0))
+                 || ' launched from NVTX range "' || t.top_range || '")' ELSE '' END AS where_text
 FROM ranked r JOIN gpu g USING (device_id) LEFT JOIN steady_busy b USING (pid, device_id)
+LEFT JOIN top_range t USING (pid, device_id)
 ORDER BY r.fp32_ns DESC, r.pid, r.device_id, r.rank

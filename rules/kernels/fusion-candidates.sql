@@ -32,7 +32,13 @@ labelled AS (
                                        'binary_internal', 'BinaryFunctor', 'AUnaryFunctor', 'BUnaryFunctor',
                                        'templates', 'cuda'))[1] AS op,
          row_number() OVER (PARTITION BY pid, device_id ORDER BY total_ns DESC, name) AS rank
-  FROM per_kernel)
+  FROM per_kernel),
+-- the innermost NVTX range that launches most of the elementwise time
+ranges AS (
+  SELECT o.pid, o.device_id, o.range_name, sum(o.gpu_ns) AS ns
+  FROM nvtx_op_time o JOIN names n USING (name) WHERE o.kind = 'kernel' AND n.is_elementwise GROUP BY ALL),
+top_range AS (
+  SELECT pid, device_id, arg_max(range_name, ns) AS top_range, max(ns) AS top_range_ns FROM ranges GROUP BY ALL)
 SELECT l.pid, l.device_id, l.name,
        left(CASE WHEN l.op IS NULL OR l.op = l.short_name THEN coalesce(l.short_name, l.name)
                  ELSE l.short_name || '<' || l.op || '>' END, 120) AS display_name,
@@ -40,6 +46,11 @@ SELECT l.pid, l.device_id, l.name,
        l.ew_kernels, p.ew_launches, p.ew_ns, p.ew_median_ns, p.kernel_count, p.kernel_ns,
        b.busy_ns, round(100.0 * p.ew_ns / nullif(b.busy_ns, 0), 2) AS ew_share_pct,
        p.steps, round(p.ew_launches / nullif(p.steps, 0), 1) AS ew_launches_per_step,
-       round(100.0 * b.busy_ns / nullif(p.window_ns, 0), 2) AS utilization_pct
+       round(100.0 * b.busy_ns / nullif(p.window_ns, 0), 2) AS utilization_pct,
+       r.top_range, round(100.0 * r.top_range_ns / nullif(p.ew_ns, 0), 2) AS top_range_pct,
+       CASE WHEN r.top_range IS NOT NULL
+            THEN '; ' || printf('%.0f %%', 100.0 * r.top_range_ns / nullif(p.ew_ns, 0))
+                 || ' of it is launched from NVTX range "' || r.top_range || '"' ELSE '' END AS where_text
 FROM labelled l JOIN per_process p USING (pid, device_id) LEFT JOIN steady_busy b USING (pid, device_id)
+LEFT JOIN top_range r USING (pid, device_id)
 ORDER BY p.ew_ns DESC, l.pid, l.device_id, l.rank

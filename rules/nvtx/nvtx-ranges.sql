@@ -16,12 +16,47 @@ per_name AS (
          coalesce(sum(duration_ns * greatest(devices, 1) - busy_during_ns) FILTER (WHERE steady AND devices > 0), 0)
            AS steady_idle_ns,
          any_value(window_ns) AS window_ns
-  FROM r GROUP BY pid, name)
-SELECT pid, name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_ns, depth, gpu_ops, kernels,
+  FROM r GROUP BY pid, name),
+-- The budget's idle time charged to the range as the innermost one open on the launching
+-- thread (40_budget.sql): time in a nested range is that range's, not its parents'.
+place_causes AS (
+  SELECT pid, place AS name, cause, sum(ns) AS ns FROM budget
+  WHERE kind = 'idle' AND place IS NOT NULL GROUP BY ALL),
+windows AS (SELECT pid, sum(window_ns) AS window_ns FROM steady_summary GROUP BY pid),
+places AS (
+  SELECT pid, name, sum(ns) AS place_idle_ns, max(ns) AS top_ns,
+         string_agg(cause || ' ' || printf('%.1f %%', 100.0 * ns / total_ns), ', ' ORDER BY ns DESC, cause)
+           FILTER (WHERE ns >= 0.05 * total_ns) AS causes,
+         sum(ns) FILTER (WHERE cause IN ('host code', 'untraced host code')) AS host_code_ns,
+         sum(ns) FILTER (WHERE cause = 'OS wait') AS os_wait_ns,
+         sum(ns) FILTER (WHERE cause IN ('sync', 'copy')) AS sync_ns
+  FROM (SELECT *, sum(ns) OVER (PARTITION BY pid, name) AS total_ns FROM place_causes) GROUP BY pid, name),
+-- the OS, sync and copy calls the GPU's idle gaps in the range were spent in, costliest first
+calls AS (
+  SELECT pid, nvtx_range AS name, detail, os_wait_kind(detail) AS wait_kind, cause, sum(duration_ns) AS ns
+  FROM idle_gaps WHERE in_steady_state AND nvtx_range IS NOT NULL AND cause IN ('os-call', 'sync', 'copy')
+  GROUP BY ALL),
+top_calls AS (
+  SELECT pid, name, string_agg(detail, ', ' ORDER BY ns DESC, detail) FILTER (WHERE k <= 3) AS top_calls,
+         sum(ns) FILTER (WHERE cause = 'os-call' AND wait_kind = 'file I/O') AS file_io_ns
+  FROM (SELECT *, row_number() OVER (PARTITION BY pid, name ORDER BY ns DESC, detail) AS k FROM calls)
+  GROUP BY pid, name)
+SELECT n.pid, n.name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_ns, depth, gpu_ops, kernels,
        memcpys, memsets, graph_launches, launched_gpu_ns, gpu_proj_ns, busy_during_ns,
-       steady_instances, steady_wall_ns, steady_idle_ns, window_ns,
-       round(100.0 * steady_idle_ns / nullif(window_ns, 0), 2) AS steady_idle_window_pct,
+       steady_instances, steady_wall_ns, steady_idle_ns, n.window_ns,
+       round(100.0 * steady_idle_ns / nullif(n.window_ns, 0), 2) AS steady_idle_window_pct,
        round(100.0 * steady_idle_ns / nullif(steady_wall_ns, 0), 2) AS steady_idle_range_pct,
-       row_number() OVER (PARTITION BY pid ORDER BY steady_idle_ns DESC, wall_ns DESC, name) AS idle_rank
-FROM per_name
-ORDER BY wall_ns DESC, pid, name
+       coalesce(p.place_idle_ns, 0)::BIGINT AS place_idle_ns,
+       round(100.0 * coalesce(p.place_idle_ns, 0) / nullif(w.window_ns, 0), 2) AS place_idle_window_pct,
+       p.causes AS place_causes,
+       round(100.0 * p.top_ns / nullif(p.place_idle_ns, 0), 2) AS top_cause_share_pct,
+       round(100.0 * coalesce(p.host_code_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS host_code_pct,
+       round(100.0 * coalesce(p.os_wait_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS os_wait_pct,
+       round(100.0 * coalesce(p.sync_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS sync_pct,
+       round(100.0 * coalesce(c.file_io_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS file_io_pct,
+       coalesce(c.top_calls, 'host code (no traced call)') AS top_calls,
+       row_number() OVER (PARTITION BY n.pid ORDER BY coalesce(p.place_idle_ns, 0) DESC, steady_idle_ns DESC,
+                                                    wall_ns DESC, n.name) AS idle_rank
+FROM per_name n LEFT JOIN places p USING (pid, name) LEFT JOIN top_calls c USING (pid, name)
+LEFT JOIN windows w USING (pid)
+ORDER BY wall_ns DESC, n.pid, n.name

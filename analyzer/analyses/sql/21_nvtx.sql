@@ -7,13 +7,13 @@
 -- D; the innermost open range is the last range started at depth D-1 before that point.
 CREATE TABLE gpu_op_ranges AS
 WITH ops AS (
-  SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, start_ns, end_ns, duration_ns,
+  SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
          launch_start_ns
   FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL),
 at_launch AS (
   SELECT o.*, p.open_after, p.last_seq
   FROM ops o ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns)
-SELECT a.pid, a.device_id, a.kind, a.start_ns, a.end_ns, a.duration_ns, a.launch_start_ns, t.range_id
+SELECT a.pid, a.device_id, a.kind, a.name, a.start_ns, a.end_ns, a.duration_ns, a.launch_start_ns, t.range_id
 FROM at_launch a ASOF LEFT JOIN nvtx_tree t
   ON t.global_tid = a.global_tid AND t.depth = a.open_after - 1 AND t.start_seq <= a.last_seq
 WHERE a.open_after > 0;
@@ -40,6 +40,14 @@ SELECT anc_id AS range_id, sum(ops)::BIGINT AS ops, sum(kernels)::BIGINT AS kern
        sum(memsets)::BIGINT AS memsets, sum(graphs)::BIGINT AS graphs, sum(gpu_ns)::BIGINT AS gpu_ns,
        min(gpu_start_ns) AS gpu_start_ns, max(gpu_end_ns) AS gpu_end_ns
 FROM up GROUP BY anc_id;
+
+-- Where GPU work comes from, in the program's words: per (process, device, innermost launching
+-- range name, operation kind and name), the steady-state operations and their GPU time.
+CREATE TABLE nvtx_op_time AS
+SELECT r.pid, r.device_id, t.name AS range_name, r.kind, r.name, count(*) AS ops, sum(r.duration_ns)::BIGINT AS gpu_ns
+FROM gpu_op_ranges r JOIN nvtx_tree t USING (range_id) JOIN steady_state s ON s.pid = r.pid
+WHERE r.start_ns >= s.start_ns AND r.start_ns < s.end_ns
+GROUP BY ALL;
 
 -- Busy time of each (device, process) up to any instant, as a prefix sum over its disjoint busy
 -- intervals: busy time in [a, b] = busy_before(b) - busy_before(a), found by ASOF joins.

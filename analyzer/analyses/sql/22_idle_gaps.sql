@@ -172,6 +172,14 @@ FROM idle_gaps g JOIN steady_state ss ON ss.pid = g.pid
 WHERE g.in_steady_state
 GROUP BY g.device_id, g.pid, g.cause, g.detail;
 
+-- What an OS call waits on, by its name: 'sleep' (a deliberate pause), 'file I/O', or 'wait'
+-- (on another thread, a process or a device: locks, queues, polls).
+CREATE MACRO os_wait_kind(name) AS
+  CASE WHEN regexp_matches(name, '^(clock_)?nanosleep$|^u?sleep$') THEN 'sleep'
+       WHEN regexp_matches(name, '^(p?writev?(64)?|fwrite|f?sync|fdatasync|fflush|f?close|f?open(at)?(64)?|'
+                                 || 'p?readv?(64)?|fread|msync|sync_file_range|f?truncate(64)?)$') THEN 'file I/O'
+       ELSE 'wait' END;
+
 -- A gap cause in words, for rule messages: "the host was mostly <text>".
 CREATE MACRO gap_cause_text(cause, detail) AS
   CASE cause
@@ -180,7 +188,9 @@ CREATE MACRO gap_cause_text(cause, detail) AS
     WHEN 'launch' THEN 'inside launch calls (' || detail || ')'
     WHEN 'sync' THEN 'blocked in ' || detail
     WHEN 'copy' THEN 'inside the copy call ' || detail
-    WHEN 'os-call' THEN 'in the OS call ' || detail || ' (waiting on another thread, a process or I/O)'
+    WHEN 'os-call' THEN CASE os_wait_kind(detail) WHEN 'sleep' THEN 'sleeping in ' || detail
+                             WHEN 'file I/O' THEN 'in the file I/O call ' || detail
+                             ELSE 'in the OS call ' || detail || ' (waiting on another thread, a process or I/O)' END
     WHEN 'allocation' THEN 'allocating or freeing memory (' || detail || ')'
     WHEN 'module-loading' THEN 'loading modules or creating a context (' || detail || ')'
     ELSE 'inside the CUDA call ' || coalesce(detail, '?') END;
