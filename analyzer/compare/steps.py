@@ -1,4 +1,5 @@
-"""Per-step periods of a run, from the shared `steps` and `steady_state` tables (sql/20_phases.sql).
+"""Per-step periods of a run, from the shared `step_times` and `steady_state` tables
+(analyses/sql/23_step_times.sql, 20_phases.sql); the budget's step time uses the same steps.
 
 A step's time here is the period between the first GPU operations of consecutive steps: the
 step time on the GPU's timeline (docs: critical-path.md, "The two timelines"). A step's GPU
@@ -29,24 +30,10 @@ from dataclasses import dataclass, field
 import duckdb
 
 # One row per step: its host start, the next step's, and the earliest GPU start of the work
-# launched in between (the ASOF join gives each operation the last step that began before it).
+# launched in between (analyses/sql/23_step_times.sql, shared with the budget's step time).
 STEP_SQL = """
-WITH s AS (
-  SELECT pid, step, name, source, start_ns,
-         lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns
-  FROM steps),
-clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
-ops AS (
-  SELECT g.pid, g.start_ns,
-         CASE WHEN c.gpu_clock THEN g.start_ns ELSE g.launch_start_ns END AS t
-  FROM gpu_activity g JOIN clock c USING (pid)),
-owned AS (
-  SELECT s.pid, s.step, min(o.start_ns) AS gpu_first_ns
-  FROM ops o ASOF JOIN s ON o.pid = s.pid AND o.t >= s.start_ns
-  GROUP BY ALL)
-SELECT s.pid, s.step, s.name, s.source, s.start_ns, s.next_start_ns, o.gpu_first_ns, c.gpu_clock
-FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid)
-ORDER BY s.pid, s.step
+SELECT pid, step, name, source, start_ns, next_start_ns, gpu_first_ns, gpu_clock
+FROM step_times ORDER BY pid, step
 """
 
 
@@ -77,7 +64,7 @@ class StepSeries:
 
 def has_step_tables(con: duckdb.DuckDBPyConnection) -> bool:
     names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    return {"steps", "steady_state"} <= names
+    return {"steps", "steady_state", "step_times"} <= names
 
 
 def step_series(con: duckdb.DuckDBPyConnection) -> list[StepSeries]:

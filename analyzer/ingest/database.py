@@ -101,7 +101,8 @@ VIEW_SOURCES = {
     "steps": ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"],
     "steady_state": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
                      "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "NVTX_EVENTS"],
-    # 21_nvtx.sql, 22_idle_gaps.sql
+    # 21_nvtx.sql, 22_idle_gaps.sql, 23_step_times.sql
+    "step_times": ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"],
     "nvtx_range_stats": ["NVTX_EVENTS"],
     "nvtx_op_time": ["NVTX_EVENTS"],
     "gpu_busy_cum": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",

@@ -185,21 +185,18 @@ WITH totals AS (
          coalesce(sum(ns) FILTER (WHERE kind = 'gpu'), 0) AS busy_ns,
          coalesce(sum(ns) FILTER (WHERE kind = 'idle'), 0) AS idle_ns
   FROM budget GROUP BY ALL),
--- Each step's first GPU operation: that of the operations launched during the step (ASOF on the
--- launch time). Where the host runs ahead of the GPU, host-side step ranges only say how fast it
--- enqueues; the period between first GPU operations is the step on the GPU's timeline.
-step_firsts AS (
-  SELECT st.pid, st.step, min(a.start_ns) AS first_gpu_ns
-  FROM gpu_activity a ASOF JOIN steps st ON st.pid = a.pid AND st.start_ns <= a.launch_start_ns
-  WHERE a.launch_start_ns < st.end_ns GROUP BY st.pid, st.step),
+-- Each step's period on the GPU's timeline: between the first GPU operations of consecutive
+-- steps (23_step_times.sql, as compare times them). Where the host runs ahead of the GPU,
+-- host-side step ranges only say how fast it enqueues. The first step (warm-up) and the last
+-- (nothing bounds it) are not timed.
 step_periods AS (
-  SELECT f.pid, lead(f.first_gpu_ns) OVER (PARTITION BY f.pid ORDER BY f.step) - f.first_gpu_ns AS period_ns,
-         f.first_gpu_ns
-  FROM step_firsts f),
+  SELECT pid, step, start_ns, row_number() OVER (PARTITION BY pid ORDER BY step) AS k,
+         lead(gpu_start_ns) OVER (PARTITION BY pid ORDER BY step) - gpu_start_ns AS period_ns
+  FROM step_times),
 gpu_steps AS (
   SELECT p.pid, median(p.period_ns)::BIGINT AS gpu_period_ns, count(p.period_ns) AS periods
   FROM step_periods p JOIN steady_state s USING (pid)
-  WHERE p.first_gpu_ns >= s.start_ns AND p.first_gpu_ns < s.end_ns AND p.period_ns IS NOT NULL GROUP BY p.pid),
+  WHERE p.k > 1 AND p.start_ns >= s.start_ns AND p.start_ns < s.end_ns AND p.period_ns IS NOT NULL GROUP BY p.pid),
 host_steps AS (
   SELECT st.pid, median(st.duration_ns)::BIGINT AS host_median_ns
   FROM steps st JOIN steady_state s USING (pid)

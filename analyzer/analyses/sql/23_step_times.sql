@@ -1,0 +1,24 @@
+-- Each step on both timelines, the one definition compare (compare/steps.py) and the budget's
+-- step time (40_budget.sql) share: its host start, the next step's, and the first GPU
+-- operation of the work launched in between (an ASOF join gives each operation the last step
+-- that began before its launch call, across all threads of the process: PyTorch launches
+-- backward from its own thread). Steps found from a marker kernel are on the GPU clock already
+-- (gpu_clock): their operations are placed by GPU start time. gpu_start_ns is the running
+-- maximum of gpu_first_ns: a later step's work never starts before an earlier one's.
+CREATE TABLE step_times AS
+WITH s AS (
+  SELECT pid, step, name, source, start_ns,
+         lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns
+  FROM steps),
+clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
+ops AS (
+  SELECT g.pid, g.start_ns, CASE WHEN c.gpu_clock THEN g.start_ns ELSE g.launch_start_ns END AS t
+  FROM gpu_activity g JOIN clock c USING (pid)),
+owned AS (
+  SELECT s.pid, s.step, min(o.start_ns) AS gpu_first_ns
+  FROM ops o ASOF JOIN s ON o.pid = s.pid AND o.t >= s.start_ns
+  GROUP BY ALL)
+SELECT s.pid, s.step, s.name, s.source, s.start_ns, s.next_start_ns, o.gpu_first_ns,
+       max(o.gpu_first_ns) OVER (PARTITION BY s.pid ORDER BY s.step ROWS UNBOUNDED PRECEDING) AS gpu_start_ns,
+       c.gpu_clock
+FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid);
