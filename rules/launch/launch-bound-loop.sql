@@ -27,6 +27,8 @@ st AS (
   WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid)
 SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        CAST(round(k.kernels / nullif(st.steps, 0)) AS BIGINT) AS kernels_per_step,
+       coalesce(' (' || format('{:,}', CAST(round(k.kernels / nullif(st.steps, 0)) AS BIGINT)) || ' per step)', '')
+         AS per_step_text,
        k.median_kernel_ns, coalesce(k.kernel_ns, 0) AS kernel_ns, coalesce(b.busy_ns, 0) AS busy_ns, ss.window_ns,
        ss.window_ns - coalesce(b.busy_ns, 0) AS idle_ns,
        round(100.0 * (ss.window_ns - coalesce(b.busy_ns, 0)) / nullif(ss.window_ns, 0), 2) AS idle_pct,
