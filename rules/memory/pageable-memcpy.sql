@@ -14,7 +14,12 @@ grouped AS (
          max(bytes) AS max_bytes, median(bytes) AS median_bytes,
          count(*) FILTER (WHERE bytes >= $large_copy_bytes) AS large_count,
          coalesce(sum(api_ns), 0) AS api_ns, mode(launch_api) AS launch_api
-  FROM copies GROUP BY ALL)
+  FROM copies GROUP BY ALL),
+-- the innermost NVTX range that launches most of this direction's steady-state copy time
+top_range AS (
+  SELECT pid, device_id, name AS kind, arg_max(range_name, gpu_ns) AS top_range
+  FROM (SELECT pid, device_id, name, range_name, sum(gpu_ns) AS gpu_ns FROM nvtx_op_time WHERE kind = 'memcpy' GROUP BY ALL)
+  GROUP BY ALL)
 SELECT g.pid, g.device_id, g.kind, g.count, g.bytes, g.total_ns,
        -- bytes per ns is GB/s; times 1e9 gives bytes/s
        round(g.bytes * 1e9 / nullif(g.total_ns, 0), 0) AS bytes_per_s,
@@ -23,6 +28,8 @@ SELECT g.pid, g.device_id, g.kind, g.count, g.bytes, g.total_ns,
        round(coalesce(p.rate, $pinned_bytes_per_s), 0) AS pinned_bytes_per_s,
        CASE WHEN p.rate IS NULL THEN 'assumed' ELSE 'measured' END AS pinned_rate_source,
        round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s))::BIGINT AS pinned_est_ns,
-       greatest(0, g.total_ns - round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s)))::BIGINT AS est_saving_ns
+       greatest(0, g.total_ns - round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s)))::BIGINT AS est_saving_ns,
+       t.top_range, coalesce(' from NVTX range "' || t.top_range || '"', '') AS where_text
 FROM grouped g LEFT JOIN steady_busy b USING (pid, device_id) LEFT JOIN pinned p USING (device_id, kind)
+LEFT JOIN top_range t USING (pid, device_id, kind)
 ORDER BY g.total_ns DESC, g.pid, g.device_id, g.kind
