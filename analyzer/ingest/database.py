@@ -16,14 +16,13 @@ import shutil
 import stat
 import tempfile
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Callable, TypeVar
 
 import duckdb
 from nsys_diagnose.errors import InputError, UsageError
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
-from nsys_diagnose.ingest import cache_files, identity, nsysrep, schema
+from nsys_diagnose.ingest import cache_files, identity, nsysrep, schema, sql_library
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 
 CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
@@ -242,15 +241,12 @@ def default_cache_dir() -> Path:
     return Path(base) / "nsys-diagnose"
 
 
-def _sql_files() -> list[tuple[str, str]]:
-    """The SQL library files of analyses/sql/, in name order (10_normalize.sql first)."""
-    folder = resources.files("nsys_diagnose.analyses").joinpath("sql")
-    return sorted((f.name, f.read_text()) for f in folder.iterdir() if f.name.endswith(".sql"))
+_sql_files = sql_library.files
 
 
 def _statements(text: str) -> list[str]:
-    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";\n") if s.strip()]
+    """A library file's statements, as DuckDB's parser splits them."""
+    return [st.sql for st in sql_library.statements("", text)]
 
 
 def _ingest_fingerprint() -> str:
