@@ -329,6 +329,16 @@ def test_launch_graphs_improves_launch_bound_and_names_the_launch_api(h200):
     util = {m.id: m for m in c.steady}["step_utilization_pct"]
     assert util.before < 20 and util.after > 90
     assert "launch-bound-loop" in {f.rule_id for f in c.findings["resolved"]}
+    # AFTER's replays hide their kernels: launch_bound's kernels are not "gone", and its kernel
+    # findings are not "resolved", nor do hidden kernels count as drivers
+    kernels = [d for d in c.items if d.kind == "kernel"]
+    assert kernels and all(d.status == "hidden" for d in kernels if not d.after_count)
+    assert not any(d.status == "gone" for d in kernels)
+    assert not any(d.status == "hidden" for d in c.drivers + c.offsets)
+    kernel_rules = {"fusion-candidates", "small-grids", "hot-kernels", "fp32-gemm"}
+    assert not kernel_rules & {f.rule_id for f in c.findings["resolved"]}
+    back = h200("launch_graphs", "launch_bound")
+    assert not kernel_rules & {f.rule_id for f in back.findings["new"]}
 
 
 @needs_shared
@@ -387,7 +397,7 @@ def test_json_contract(synth, tmp_path, capsys):
     assert doc["verdict"] in VERDICTS and doc["verdict"] == "regressed"
     assert {"schema_version", "summary", "effect", "preflight", "metrics", "kernels", "apis", "nvtx",
             "findings", "processes"} <= set(doc)
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     effect_keys = {"metric", "timeline", "before_mean_ns", "after_mean_ns", "change_pct", "ci_low_pct", "ci_high_pct",
                    "throughput_ratio", "before_median_ns", "after_median_ns", "median_change_pct", "p_value",
                    "before_distribution", "after_distribution"}

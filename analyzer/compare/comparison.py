@@ -156,8 +156,8 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         steady=deltas.metric_deltas(*steadies) if pairs else [],
         devices=_devices(ra, rb), process_metrics=_processes(ra, rb, pid_maps),
         items=items, drivers=drivers, offsets=offsets,
-        findings=({"resolved": [], "new": [], "persisting": []} if blocked
-                  else deltas.findings_diff(ra, rb, *pid_maps)),
+        findings=({"resolved": [], "new": [], "persisting": [], "hidden": []} if blocked
+                  else deltas.findings_diff(ra, rb, *pid_maps, rules=rules)),
         notes=notes)
 
 
@@ -195,7 +195,8 @@ DRIVER_MIN_SHARE = 0.05  # a driver moved at least this share of the mean step's
 def _drivers(items: list[deltas.ItemDelta], verdict: str, effect: StepComparison | None):
     """The kernels, APIs, copies and graph replays that moved most in the verdict's direction
     (and the largest moves against it), each at least 5 % of the mean step time's change."""
-    movers = [d for d in items if d.kind != "nvtx" and d.status not in ("same", "uncertain") and d.delta_ns]
+    # a kernel hidden in graph replays did not move: the replays that hold it did
+    movers = [d for d in items if d.kind != "nvtx" and d.status not in ("same", "uncertain", "hidden") and d.delta_ns]
     if verdict not in ("improved", "regressed") or effect is None:
         return movers[:3], []
     floor = DRIVER_MIN_SHARE * abs(effect.delta_ns)

@@ -1,4 +1,4 @@
-"""The compare JSON (`compare --format json`, schema_version 2) as pydantic models: the published
+"""The compare JSON (`compare --format json`, schema_version 3) as pydantic models: the published
 contract. render.to_dict() builds the document; a test validates real documents against these
 models and the JSON Schema generated from them (analyzer/schemas/compare.schema.json), so the
 two cannot drift apart. Times are ns, shares and changes %."""
@@ -150,7 +150,9 @@ class ItemChange(Closed):
     kind: Literal["kernel", "graph", "transfer", "api", "nvtx"]
     name: str
     display: str
-    status: Literal["new", "gone", "faster", "slower", "uncertain", "same"]
+    status: Literal["new", "gone", "faster", "slower", "uncertain", "same", "hidden"] = Field(
+        description="hidden: a kernel missing on a side whose CUDA graph replays are traced as a whole "
+                    "(it may run inside them)")
     before_ns: float
     after_ns: float
     delta_ns: float
@@ -174,12 +176,14 @@ class Findings(Closed):
     resolved: list[FindingChange]
     new: list[FindingChange]
     persisting: list[FindingChange]
+    hidden: list[FindingChange] = Field(description="kernel findings only one side has, where the other side's "
+                                                    "graph replays hide their kernels: neither resolved nor new")
 
 
 class Comparison(Closed):
     """`nsys-diagnose compare BEFORE AFTER --format json`."""
 
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     kind: Literal["comparison"]
     tool: dict[str, str]
     verdict: Verdict

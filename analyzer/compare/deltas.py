@@ -15,7 +15,7 @@ from statistics import median
 import duckdb
 from nsys_diagnose.compare.stats import fmean, mann_whitney
 from nsys_diagnose.compare.steps import StepSeries
-from nsys_diagnose.engine.model import Finding, Report
+from nsys_diagnose.engine.model import Finding, Report, Rule
 
 # Per-step totals of GPU work, API calls and NVTX ranges, by the step they were issued in.
 _STEPS = """
@@ -125,9 +125,15 @@ class ItemDelta:
     after_gpu_ns: float | None = None
 
 
+def opaque_graphs(usage: dict) -> bool:
+    """The run replays CUDA graphs traced as a whole: the kernels inside are not traced."""
+    return any(kind == "graph" for kind, _ in usage)
+
+
 def item_deltas(before: dict, after: dict, *, min_effect_pct: float,
                 alpha: float, min_steps: int) -> list[ItemDelta]:
     out = []
+    hidden_before, hidden_after = opaque_graphs(before), opaque_graphs(after)
     for key in before.keys() | after.keys():
         a, b = before.get(key, Usage()), after.get(key, Usage())
         if not a.ns and not b.ns and not a.count and not b.count:
@@ -135,7 +141,10 @@ def item_deltas(before: dict, after: dict, *, min_effect_pct: float,
         kind, name = key
         change = (b.ns / a.ns - 1) * 100 if a.ns else None
         p = None
-        if not a.count:
+        # a kernel missing on a side whose graph replays hide their kernels may run inside them
+        if kind == "kernel" and ((not a.count and hidden_before) or (not b.count and hidden_after)):
+            status = "hidden"
+        elif not a.count:
             status = "new"
         elif not b.count:
             status = "gone"
@@ -286,15 +295,40 @@ class FindingChange:
     other_message: str | None = None   # for persisting findings: the AFTER message
 
 
-def findings_diff(before: Report, after: Report, ranks_a: dict[int, int], ranks_b: dict[int, int]) -> dict:
+def findings_diff(before: Report, after: Report, ranks_a: dict[int, int], ranks_b: dict[int, int],
+                  rules: dict[str, Rule] | None = None) -> dict:
     ka = {}
     for f in before.findings:
         ka.setdefault(finding_key(f, ranks_a), f)
     kb = {}
     for f in after.findings:
         kb.setdefault(finding_key(f, ranks_b), f)
-    resolved = [FindingChange(f.rule_id, f.severity, f.message, f.impact_ns) for k, f in ka.items() if k not in kb]
-    new = [FindingChange(f.rule_id, f.severity, f.message, f.impact_ns) for k, f in kb.items() if k not in ka]
+    hidden_before, hidden_after = _hides_kernels(before), _hides_kernels(after)
+    kernel_rules = _kernel_rules(rules or {})
+    _on_kernels = lambda f: f.rule_id in kernel_rules  # noqa: E731
+    gone = [f for k, f in ka.items() if k not in kb]
+    came = [f for k, f in kb.items() if k not in ka]
+    change = lambda f: FindingChange(f.rule_id, f.severity, f.message, f.impact_ns)  # noqa: E731
+    # a kernel finding cannot be judged against a run whose graph replays hide their kernels
+    hidden = [change(f) for f in gone if hidden_after and _on_kernels(f)]
+    hidden += [change(f) for f in came if hidden_before and _on_kernels(f)]
+    resolved = [change(f) for f in gone if not (hidden_after and _on_kernels(f))]
+    new = [change(f) for f in came if not (hidden_before and _on_kernels(f))]
     persisting = [FindingChange(f.rule_id, f.severity, f.message, f.impact_ns, kb[k].message)
                   for k, f in ka.items() if k in kb]
-    return {"resolved": resolved, "new": new, "persisting": persisting}
+    return {"resolved": resolved, "new": new, "persisting": persisting, "hidden": hidden}
+
+
+NOT_KERNELS = {"copies", "memsets", "communication", "CUDA graph replays"}
+
+
+def _kernel_rules(rules: dict[str, Rule]) -> set[str]:
+    """Rules whose findings are about kernels themselves (their math, grids, fusion): they
+    claim the budget's kernel classes."""
+    return {r.id for r in rules.values()
+            if any(f.claims is not None and f.claims.kind == "gpu" and not set(f.claims.causes) & NOT_KERNELS
+                   for f in r.findings)}
+
+
+def _hides_kernels(r: Report) -> bool:
+    return any(b.kind == "gpu" and b.cause == "CUDA graph replays" for b in r.budget or [])

@@ -16,7 +16,7 @@ from nsys_diagnose.text import inline
 from nsys_diagnose.units import duration, pct
 
 # 2: the effect is the mean step period (effect.metric), with the median and the step distribution beside it
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ITEM_LISTS = {"kernels": ("kernel", "graph"), "transfers": ("transfer",), "apis": ("api",), "nvtx": ("nvtx",)}
 JSON_ITEM_LIMIT = 500
 
@@ -213,9 +213,11 @@ def render_markdown(c: Comparison, fail_pct: float | None = None) -> str:
         return "\n".join(lines + _notes(c))
     lines += ["## Findings", ""]
     fd = c.findings
-    lines.append(f"{len(fd['resolved'])} resolved, {len(fd['new'])} new, {len(fd['persisting'])} in both.")
+    hidden = f", {len(fd['hidden'])} not comparable (kernels hidden in CUDA graph replays)" if fd.get("hidden") else ""
+    lines.append(f"{len(fd['resolved'])} resolved, {len(fd['new'])} new, {len(fd['persisting'])} in both{hidden}.")
     lines.append("")
-    for key, title in (("resolved", "Resolved"), ("new", "New")):
+    for key, title in (("resolved", "Resolved"), ("new", "New"),
+                       ("hidden", "Not comparable (one side's graph replays hide their kernels)")):
         if fd[key]:
             lines += [f"**{title}:**", ""]
             lines += [f"- `{f.rule_id}` ({f.severity}): {_cell(f.message)}" for f in fd[key]] + [""]
@@ -281,7 +283,7 @@ def _steps_text(steps: list[dict]) -> str:
 
 
 def _status_counts(rows: list[ItemDelta]) -> list[tuple[str, int]]:
-    order = ["new", "gone", "faster", "slower", "uncertain", "same"]
+    order = ["new", "gone", "hidden", "faster", "slower", "uncertain", "same"]
     return [(s, n) for s in order if (n := sum(d.status == s for d in rows))]
 
 
