@@ -5,7 +5,7 @@ cursor."""
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5b6475; --line: #d9dde5; --bg: #ffffff; --panel: #f6f7f9;
-  --busy: #1b8a4a; --gap: #d1495b; --steady: #e4f2e8; --startup: #eceef2; --accent: #2857a4;
+  --busy: #1b8a4a; --gap: #d1495b; --steady: #edf6f0; --startup: #eceef2; --accent: #2857a4;
   --error: #b3261e; --warning: #a35f00; --info: #3d6ea8; }
 * { box-sizing: border-box; }
 body { margin: 0; color: var(--fg); background: var(--bg);
@@ -46,8 +46,8 @@ button.on { border-color: var(--accent); background: #e6eefb; color: var(--accen
   display: none; }
 .layer .cursor { position: absolute; top: 0; bottom: 0; border-left: 1px solid rgba(29, 35, 48, .45); display: none; }
 .util { fill: var(--busy); }
-.gap { fill: var(--gap); fill-opacity: .16; stroke: var(--gap); stroke-width: 1px; stroke-opacity: .35;
-  vector-effect: non-scaling-stroke; }
+.gap { fill: var(--gap); fill-opacity: .1; }
+.gapmark { fill: var(--gap); }
 .steady-bg { fill: var(--steady); }
 .steady { fill: #7fbf95; }
 .startup { fill: #c3c8d2; }

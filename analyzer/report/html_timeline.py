@@ -262,9 +262,10 @@ def device_body(key: tuple[int, int | None], report: Report, gaps: list[dict[str
             if g["device_id"] != device_id or (g.get("pid") != pid if pid is not None else device_id in shared):
                 continue
             where = " (steady state)" if g.get("in_steady_state") else ""
-            out.append(d.scale.rect(g["start_ns"], g["end_ns"], "gap",
-                                    f"idle gap of GPU {g['device_id']}, pid {g.get('pid')}: "
-                                    f"{duration(g['end_ns'] - g['start_ns'])} at {timestamp(g['start_ns'])}{where}"))
+            what = (f"idle gap of GPU {g['device_id']}, pid {g.get('pid')}: "
+                    f"{duration(g['end_ns'] - g['start_ns'])} at {timestamp(g['start_ns'])}{where}")
+            out.append(d.scale.rect(g["start_ns"], g["end_ns"], "gap", what))
+            out.append(d.scale.rect(g["start_ns"], g["end_ns"], "gapmark", what, 0, 0.07))
         if pids:
             out.append(f'<path class="tick faint" d="{ticks_path(d, pids)}"/>')
         if t is not None:

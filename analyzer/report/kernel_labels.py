@@ -39,10 +39,19 @@ def template_args(name: str, short: str) -> str:
     return name[i: j - 1]
 
 
+_CAST = re.compile(r"\(([A-Za-z_][\w: ]*)\)(?=-?\d)")   # "(int)4", "(cudnnKernelDataType_t)2"
+_LITERAL = re.compile(r"\((?:[A-Za-z_][\w: ]*)\)(-?\d+)")
+
+
+def literals(name: str, short: str) -> list[str]:
+    """The numbers among the template arguments (tile sizes, flags, enum values), in order."""
+    return _LITERAL.findall(template_args(name, short))
+
+
 def parts(name: str, short: str) -> list[str]:
     """The identifiers that say what a template instance runs, in order, each once."""
     seen: list[str] = []
-    for ident in _IDENT.findall(template_args(name, short)):
+    for ident in _IDENT.findall(_CAST.sub("", template_args(name, short))):
         if ident not in NOISE and ident != short and ident not in seen and not ident.isdigit():
             seen.append(ident)
     if len(seen) > 1 and seen[0] in WRAPPERS:
@@ -69,6 +78,8 @@ def labels(rows: list[tuple[str, str]]) -> dict[str, str]:
             chosen = {n: f"{short}<{', '.join(p[:k])}>" if p else display for n, p in found.items()}
             if len(set(chosen.values())) == len(names):
                 break
+        else:  # the ops alike: the numbers tell them apart (reduce_kernel<sum_functor, 512, 1, 4, 4>)
+            chosen = {n: f"{short}<{', '.join(p[:MAX_PARTS] + literals(n, short))}>" for n, p in found.items()}
         counts: dict[str, int] = {}
         for n in names:  # still equal: number them, in the rows' order
             label = chosen[n]
