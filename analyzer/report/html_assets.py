@@ -265,6 +265,7 @@ JS = """
   function apply() {
     cur = pick();
     grid.setAttribute("data-r", String(cur));
+    grid.setAttribute("data-view", Math.round(view[0]) + "," + Math.round(view[1]));
     tracks.forEach(function (s) {
       var r = Number(s.getAttribute("data-r")), res = d.res[r];
       s.style.display = r === cur ? "" : "none";

@@ -401,7 +401,7 @@ def timeline_section(report: Report) -> str:
             for k, arrays in hd["kinds"].items():
                 arrays.append(other.kinds.get(k, [0] * f.bins) if other else [0] * f.bins)
     return (f'<section id="timeline"><h2>Timeline</h2>{controls(tl, lead)}'
-            f'<div class="tl" data-r="{first}">{"".join(rows)}{layer}</div>'
+            f'<div class="tl" data-r="{first}" data-view="{v0},{v1}">{"".join(rows)}{layer}</div>'
             f"{legend(tl, colors)}{notes(tl, gaps, gap_result)}"
             f'<script type="application/json" id="timeline-data">{script_json(data)}</script></section>')
 
