@@ -34,6 +34,7 @@ MAX_PROCESS_ROWS = 4  # per-process rows under a device that several processes s
 EXACT_RANGES = 300   # a lane with at most this many ranges is drawn range by range, else binned
 MAX_HOST_THREADS = 4  # CUDA API lanes: the threads with the most API time
 MAX_STEP_TICKS = 1000  # step starts drawn per process; more are thinned to every n-th
+MAX_STEP_ROWS = 8     # processes whose steps are drawn: those with the most steps
 FOCUS_SHARE = 0.5    # a focus window under this share of the trace gets its own finer bins
 
 
@@ -134,8 +135,13 @@ clipped AS (
   SELECT a.pid, a.tid, {_HOST_KIND} AS kind, greatest(a.start_ns, $w0) AS s, least(a.end_ns, $w1) AS e
   FROM api_calls a JOIN host_ranked r USING (pid, tid)
   WHERE r.lane_rank <= $max_threads AND a.category IS DISTINCT FROM 'query'
-    AND a.end_ns > $w0 AND a.start_ns < $w1),{_spread()}
-SELECT pid, tid, kind, b, sum({_OVERLAP}) AS busy FROM spread GROUP BY ALL"""
+    AND a.end_ns > $w0 AND a.start_ns < $w1),
+binned AS (SELECT *, (s - $w0) // $bin AS b0, (e - 1 - $w0) // $bin AS b1 FROM clipped WHERE e > s),
+-- most calls are shorter than a bin: those are summed by bin directly, the others spread
+spread AS (SELECT pid, tid, kind, s, e, unnest(range(b0, b1 + 1)) AS b FROM binned WHERE b1 > b0)
+SELECT pid, tid, kind, b0 AS b, sum(e - s) AS busy FROM binned WHERE b1 = b0 GROUP BY ALL
+UNION ALL
+SELECT pid, tid, kind, b, sum({_OVERLAP}) FROM spread GROUP BY ALL"""
 
 
 def _per_mille(rows, nkeys: int, params: dict, bins: int) -> dict[tuple, list[int]]:
@@ -196,7 +202,9 @@ def _host(con, params: dict, bins: int) -> tuple[list[HostLane], int]:
                          {"max_threads": MAX_HOST_THREADS}).fetchall()
     if not ranked:
         return [], 0
-    per = _per_mille(con.execute(_HOST_SQL, {**params, "max_threads": MAX_HOST_THREADS}).fetchall(), 3, params, bins)
+    rows = con.execute(f"SELECT pid, tid, kind, b, sum(busy) FROM ({_HOST_SQL}) GROUP BY ALL",
+                       {**params, "max_threads": MAX_HOST_THREADS}).fetchall()
+    per = _per_mille(rows, 3, params, bins)
     names = {(p, t): n for p, t, n in con.execute("SELECT pid, tid, name FROM threads").fetchall()}
     lanes = []
     for pid, tid, api_ns, _ in ranked:
@@ -214,7 +222,9 @@ def _steps(con, w0: int, w1: int) -> list[StepTicks]:
     if not has_table(con, "steps"):
         return []
     rows = con.execute("SELECT pid, count(*), list(start_ns ORDER BY start_ns) FILTER (WHERE start_ns >= $w0 "
-                       "AND start_ns < $w1) FROM steps GROUP BY pid ORDER BY pid", {"w0": w0, "w1": w1}).fetchall()
+                       "AND start_ns < $w1) FROM steps GROUP BY pid ORDER BY count(*) DESC, pid LIMIT $rows",
+                       {"w0": w0, "w1": w1, "rows": MAX_STEP_ROWS}).fetchall()
+    rows.sort(key=lambda r: r[0])
     out = []
     for pid, count, starts in rows:
         starts = starts or []
