@@ -205,9 +205,10 @@ def steady_body(w: SteadyWindow, tl: Timeline):
     return body
 
 
-def ticks_path(d: Drawing, pids: list[int]) -> str:
-    xs = sorted({num(d.scale.x(t)) for p in pids if p in d.steps for t in d.steps[p].starts_ns})
-    return "".join(f"M{x} 0V1" for x in xs)
+def ticks_path(d: Drawing, pids: list[int], grain: float = 0.001) -> str:
+    """Step starts as vertical lines; `grain` (bins): ticks closer than that are drawn once."""
+    xs = sorted({round(d.scale.x(t) / grain) * grain for p in pids if p in d.steps for t in d.steps[p].starts_ns})
+    return "".join(f"M{num(x)} 0V1" for x in xs)
 
 
 def steps_body(pid: int):
@@ -267,7 +268,8 @@ def device_body(key: tuple[int, int | None], report: Report, gaps: list[dict[str
             out.append(d.scale.rect(g["start_ns"], g["end_ns"], "gap", what))
             out.append(d.scale.rect(g["start_ns"], g["end_ns"], "gapmark", what, 0, 0.07))
         if pids:
-            out.append(f'<path class="tick faint" d="{ticks_path(d, pids)}"/>')
+            # faint guides behind the busy share: one per bin at most, so that dense steps stay faint
+            out.append(f'<path class="tick faint" d="{ticks_path(d, pids, 1.0)}"/>')
         if t is not None:
             out.append(f'<path class="util" d="{util_path(t.util)}"><title>{esc(t.label)}: busy share per bin'
                        "</title></path>")
