@@ -46,7 +46,7 @@ button.on { border-color: var(--accent); background: #e6eefb; color: var(--accen
   display: none; }
 .layer .cursor { position: absolute; top: 0; bottom: 0; border-left: 1px solid rgba(29, 35, 48, .45); display: none; }
 .util { fill: var(--busy); }
-.gap { fill: var(--gap); fill-opacity: .1; }
+.gap { fill: #fbe7ea; }  /* opaque: over the steady state it reads as a gap, not as a grey mix */
 .gapmark { fill: var(--gap); }
 .steady-bg { fill: var(--steady); }
 .steady { fill: #7fbf95; }

@@ -42,6 +42,16 @@ def slice_name(b: BudgetRow) -> str:
     return b.cause if b.kind == "gpu" else f"idle: {IDLE_WORDS.get(b.cause, b.cause)}"
 
 
+# idle causes with no host thread behind them: no NVTX range to name
+NO_PLACE = {"dispatch", "no GPU work queued", "other processes"}
+
+
+def where(b: BudgetRow) -> str:
+    if b.place:
+        return b.place
+    return "outside NVTX ranges" if b.kind == "idle" and b.cause not in NO_PLACE else ""
+
+
 def bar(rows: list[BudgetRow]) -> str:
     parts = []
     for b in rows:
@@ -60,7 +70,7 @@ def slices_table(s: SteadyState, rows: list[BudgetRow]) -> str:
     for b in shown:
         step = f'<td class="num">{esc(duration(b.ns / s.steps))}</td>' if per_step else ""
         body.append(f'<tr><td><i class="sw {slice_class(b)}{" idle" if b.kind == "idle" else ""}"></i>'
-                    f'{esc(slice_name(b))}</td><td class="text">{esc(b.place or "")}</td>'
+                    f'{esc(slice_name(b))}</td><td class="text">{esc(where(b))}</td>'
                     f'<td class="num">{esc(duration(b.ns))}</td><td class="num">{esc(pct(b.pct))}</td>{step}</tr>')
     if rest:
         ns, share = sum(b.ns for b in rest), sum(b.pct for b in rest)
