@@ -93,4 +93,4 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
         headline=headline(findings, metrics, has_gpu, metrics.api_count > 0, lead),
         metrics=metrics, findings=findings, rules=results, budget=budget, steady=steady,
         steady_utilization_pct=lead.busy_pct if lead else None, step_median_ns=lead.step_median_ns if lead else None,
-        timeline=timeline_bins.compute(con) if timeline else None)
+        timeline=timeline_bins.compute(con, focus=(lead.start_ns, lead.end_ns) if lead else None) if timeline else None)

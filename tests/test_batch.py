@@ -189,6 +189,57 @@ def test_reports_match_the_single_file_command(serial, folder):
     assert json.loads(findings["evidence_json"][0]) == json.loads(json.dumps(doc["findings"][0]["evidence"]))
 
 
+SEVERITY = {"error": 2, "warning": 1, "info": 0}
+
+
+def stake_order(severity, recoverable, impact) -> tuple:
+    """The report's own order (analyze.rank), across reports."""
+    group = 2 if recoverable == 0 else 1 if recoverable is None else 0
+    return (-SEVERITY.get(severity, -1), group, -(recoverable if recoverable is not None else impact or 0))
+
+
+def test_batch_tables_carry_the_steady_state_severity_and_place_most_severe_first(serial):
+    _, out = serial
+    reports = pl.read_parquet(out / "reports.parquet").to_dicts()
+    ok = [r for r in reports if r["status"] == "ok"]
+    assert [r["status"] for r in reports] == ["ok"] * len(ok) + ["error"]  # failed inputs last
+    assert [stake_order(r["top_finding_severity"], r["top_finding_recoverable_ns"], r["top_finding_impact_ns"])
+            for r in ok] == sorted(stake_order(r["top_finding_severity"], r["top_finding_recoverable_ns"],
+                                               r["top_finding_impact_ns"]) for r in ok)
+    row = next(r for r in ok if r["name"] == "dataloader_bound")
+    doc = json.loads((out / "dataloader_bound.json").read_text())
+    lead = max(doc["steady"], key=lambda s: (s["busy_ns"], s["window_ns"]))
+    assert (row["bound"], row["steady_utilization_pct"], row["steady_step_median_ns"]) == (
+        lead["bound"], doc["steady_utilization_pct"], doc["step_median_ns"]) == ("host-bound", lead["busy_pct"],
+                                                                                lead["step_median_ns"])
+    assert (row["steady_pid"], row["steady_device_id"], row["steady_steps"]) == (lead["pid"], lead["device_id"],
+                                                                                 lead["steps"])
+    top = doc["findings"][0]
+    assert (row["top_finding_severity"], row["top_finding_recoverable_ns"]) == (top["severity"], top["recoverable_ns"])
+    assert row["top_finding_pid"] == top["evidence"]["pid"] and row["top_finding_device_id"] == lead["device_id"]
+
+    findings = pl.read_parquet(out / "findings.parquet")
+    assert {"severity", "recoverable_ns", "pid", "device_id", "bound", "steady_utilization_pct",
+            "steady_step_median_ns"} <= set(findings.columns)
+    keys = [stake_order(f["severity"], f["recoverable_ns"], f["impact_ns"]) for f in findings.to_dicts()]
+    assert keys == sorted(keys)
+    mine = findings.filter(pl.col("name") == "dataloader_bound")
+    assert mine["finding_rank"].to_list() == list(range(1, len(doc["findings"]) + 1))  # its report's order kept
+    assert mine["recoverable_ns"].to_list() == [f.get("recoverable_ns") for f in doc["findings"]]
+    assert set(mine["bound"].to_list()) == {"host-bound"} and set(mine["pid"].drop_nulls().to_list()) == {lead["pid"]}
+
+    summary = (out / "summary.md").read_text()
+    assert ("| report | status | bound | steady GPU busy | step median | severity | headline finding | recoverable "
+            "| pid · GPU | top kernel |") in summary
+    lines = summary.splitlines()
+    first = lines.index(next(x for x in lines if x.startswith("| report |"))) + 2
+    table = lines[first: lines.index("", first)]  # the reports table, not the rank table below it
+    assert [line.split("]")[0][3:] if line.startswith("| [") else "rank1_corrupt" for line in table] == [
+        r["name"] for r in reports]
+    line = next(x for x in table if x.startswith("| [dataloader_bound]"))
+    assert "| host-bound |" in line and f"| {top['severity']} |" in line and f"| {lead['pid']} · GPU 0 |" in line
+
+
 def test_parallel_results_identical_to_serial(serial, folder, tmp_path):
     code, out = serial
     assert batch([folder], tmp_path, workers=2) == code

@@ -3,7 +3,8 @@
 The browser check opens a report in headless Chromium (Debian's `chromium`; skipped when it is not
 installed), asserts that the page's script ran and logged nothing to the console, and saves a
 screenshot. NSYS_DIAGNOSE_SHOTS=DIR keeps the screenshots in DIR and adds the H200 exports
-dataloader_bound and launch_bound (whole trace and steady state).
+dataloader_bound and launch_bound (the page as it opens; its timeline as it opens, on the steady
+state, and over the whole window).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from nsys_diagnose.analyses import timeline
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest.database import open_trace
-from nsys_diagnose.report import html, html_index
+from nsys_diagnose.report import html, html_index, html_timeline
 from nsys_diagnose.report import json as json_report
+from nsys_diagnose.report.kernel_labels import labels as kernel_labels
 
 from .conftest import FIXTURES, H200, ROOT, needs_shared
 from .synth import write_export
@@ -158,7 +160,7 @@ def test_every_export_string_is_escaped(synthetic_report):
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; line2" in text  # the kernel name, as text
     assert "outer &lt;b&gt;&amp;&quot;&#x27;" in text                          # the NVTX name
     data = re.search(r'<script type="application/json" id="timeline-data">(.*?)</script>', text, re.S).group(1)
-    assert json.loads(data)["bins"] == 2000
+    assert json.loads(data)["res"][0]["bins"] == 2000 and HOSTILE_NVTX in json.loads(data)["names"]
 
 
 def test_timeline_marks_gaps_and_stays_out_of_the_json(synthetic_report):
@@ -197,8 +199,10 @@ def test_batch_writes_an_index_linking_each_report(tmp_path):
     assert r.returncode == 2, r.stderr  # one input failed
     index = (out / "index.html").read_text(encoding="utf-8")
     check_page(index)
-    assert re.findall(r'<a href="([^"]+)">', index) == ["compute_fp32.html", "dataloader_bound.html"]
-    assert "broken" in index and "error" in index
+    # the warning first (dataloader_bound's input stall), then compute_fp32, the failed input last
+    assert re.findall(r'<a href="([^"]+)">', index) == ["dataloader_bound.html", "compute_fp32.html"]
+    assert index.index("dataloader_bound.html") < index.index("compute_fp32.html") < index.index("broken")
+    assert '<span class="bound host-bound">host-bound</span>' in index and "error" in index
     for name in ("compute_fp32", "dataloader_bound"):
         assert 'id="timeline-data"' in (out / f"{name}.html").read_text(encoding="utf-8")
 
@@ -210,6 +214,118 @@ def test_index_renders_records_without_a_batch():
     text = html_index.render_index(records, [], seconds=1.5)
     check_page(text)
     assert '<a href="a%3Cb.html">a&lt;b</a>' in text and "msg &amp; more" in text and "k&lt;T&gt;" in text
+
+
+def test_host_lanes_split_api_time_by_kind(synthetic_report):
+    tl = synthetic_report.timeline
+    (lane,) = tl.host
+    assert (lane.pid, lane.tid, lane.api_ns) == (PID, TID, 15_000)
+    launch = lane.kinds["launch"]  # three 5 us launches: a tenth of their 50 us bins
+    assert [b for b, v in enumerate(launch) if v] == [180, 182, 1580] and launch[180] == 100
+    assert set(lane.kinds) == {"launch"}
+
+
+@pytest.fixture(scope="module")
+def fixture_report():
+    return analyze(FIXTURES / "exports" / "dataloader_bound.sqlite", rules=RULES, timeline=True)
+
+
+def test_step_ticks_and_the_focus_window(fixture_report):
+    tl, lead = fixture_report.timeline, fixture_report.steady[0]
+    trace = open_trace(FIXTURES / "exports" / "dataloader_bound.sqlite")
+    try:
+        starts = [r[0] for r in trace.con.execute("SELECT start_ns FROM steps WHERE pid = ? ORDER BY start_ns",
+                                                  [lead.pid]).fetchall()]
+        wide = timeline.compute(trace.con, focus=(tl.start_ns, tl.end_ns))  # the whole trace: no second binning
+    finally:
+        trace.close()
+    (ticks,) = tl.steps
+    assert (ticks.pid, ticks.count, ticks.stride, ticks.starts_ns) == (lead.pid, len(starts), 1, starts)
+    f = tl.focus  # the steady state is 42 % of the trace: binned again on its own
+    assert (f.start_ns, f.end_ns, f.bins) == (lead.start_ns, lead.end_ns, 2000) and f.bin_ns < tl.bin_ns / 2
+    assert [t.device_id for t in f.devices] == [t.device_id for t in tl.devices]
+    assert f.steps[0].starts_ns == [t for t in starts if lead.start_ns <= t < lead.end_ns]
+    assert wide.focus is None and wide.bins == tl.bins
+
+
+def test_page_opens_on_the_steady_state_budget_and_findings_first(fixture_report):
+    text = html.render(fixture_report)
+    check_page(text)
+    w = fixture_report.timeline.steady[0]
+    data = json.loads(re.search(r'id="timeline-data">(.*?)</script>', text, re.S).group(1))
+    assert data["view"] == [w.start_ns, w.end_ns] and data["first"] == 1 and len(data["res"]) == 2
+    assert f'<div class="tl" data-r="1" data-view="{w.start_ns},{w.end_ns}">' in text
+    # the focus drawings are shown, the whole-window ones hidden until the view leaves the steady state
+    assert text.count('<svg class="track" data-r="1" viewBox="0 0 2000 1"') == text.count('data-r="1" viewBox')
+    assert all('style="display:none"' in m for m in re.findall(r'<svg class="track" data-r="0"[^>]*>', text))
+    order = [text.index(f'<section id="{s}">') for s in ("budget", "findings", "timeline", "charts", "tables")]
+    assert order == sorted(order)
+    budget = text[order[0]:order[1]]
+    assert '<span class="bound host-bound">host-bound</span>' in budget and ">Data Loading<" in budget
+    widths = [float(x) for x in re.findall(r'<i class="b-[a-z0-9]+(?: idle)?" style="width:([0-9.]+)%"', budget)]
+    drawn = [b.pct for b in fixture_report.budget if b.pct >= 0.3]
+    assert widths == pytest.approx(drawn, abs=0.01) and sum(widths) <= 100.01
+    assert "CUDA API</b> pid 1397 · tid 1397" in text and 'class="k-launch"' in text and 'class="tick"' in text
+
+
+def test_findings_link_to_their_gap_range_or_steady_state(fixture_report):
+    text = html.render(fixture_report)
+    findings = text[text.index('<section id="findings">'):text.index('<section id="timeline">')]
+    links = re.findall(r'<a class="show" href="#t=([0-9.]+),([0-9.]+)">show on timeline</a>', findings)
+    spans = [html_timeline.finding_span(f, fixture_report) for f in fixture_report.findings]
+    assert [(float(a), float(b)) for a, b in links] == [pytest.approx((s[0] / 1e9, s[1] / 1e9), abs=1e-9)
+                                                        for s in spans if s is not None]
+    w = fixture_report.timeline.steady[0]
+    by_rule = dict(zip((f.rule_id for f in fixture_report.findings), spans))
+    assert by_rule["input-pipeline-stall"] == (w.start_ns, w.end_ns)  # its budget slice: the steady state
+    gap = next(f for f in fixture_report.findings if f.rule_id == "gpu-idle-gaps").evidence
+    pad = (gap["end_ns"] - gap["start_ns"]) // 10
+    assert by_rule["gpu-idle-gaps"] == (gap["start_ns"] - pad, gap["end_ns"] + pad)  # its gap, with some context
+
+
+# the nine `vectorized_elementwise_kernel` rows of the H200 launch_bound export, and reduce kernels
+# alike in their op
+EW = "void at::native::vectorized_elementwise_kernel<(int)4, at::native::{}, std::array<char *, (unsigned long)2>>(int, T2, T3)"
+KERNELS = [EW.format("addcdiv_cuda_kernel(at::TensorIteratorBase &, const c10::Scalar &)::[lambda() (instance 2)]"
+                     "::operator ()() const::[lambda(float, float, float) (instance 1)]"),
+           EW.format("CUDAFunctorOnSelf_add<float>"), EW.format("CUDAFunctor_add<float>"),
+           EW.format("BUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>"),
+           EW.format("AUnaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float>>"),
+           EW.format("<unnamed>::lerp_scalar_kernel(at::TensorIteratorBase &, const c10::Scalar &)::[lambda() "
+                     "(instance 2)]::operator ()() const::[lambda(float, float) (instance 1)]"),
+           EW.format("FillFunctor<float>")]
+REDUCE = ("void at::native::reduce_kernel<(int){}, (int){}, at::native::ReduceOp<float, at::native::func_wrapper_t<"
+          "float, at::native::sum_functor<float, float, float>::operator ()(at::TensorIterator &)::[lambda(float, "
+          "float) (instance 1)]>, unsigned int, float, (int)4, (int)4>>(T3)")
+
+
+def test_kernels_of_one_short_name_are_told_apart_by_their_template():
+    rows = [(k, "vectorized_elementwise_kernel") for k in KERNELS]
+    rows += [(REDUCE.format(512, 1), "reduce_kernel"), (REDUCE.format(128, 4), "reduce_kernel"),
+             ("sm80_xmma_gemm_f32f32_nn", "sm80_xmma_gemm_f32f32_nn")]
+    got = kernel_labels(rows)
+    assert [got[k] for k in KERNELS] == [
+        "vectorized_elementwise_kernel<addcdiv_cuda_kernel>", "vectorized_elementwise_kernel<CUDAFunctorOnSelf_add>",
+        "vectorized_elementwise_kernel<CUDAFunctor_add>", "vectorized_elementwise_kernel<BUnaryFunctor<MulFunctor>>",
+        "vectorized_elementwise_kernel<AUnaryFunctor<MulFunctor>>", "vectorized_elementwise_kernel<lerp_scalar_kernel>",
+        "vectorized_elementwise_kernel<FillFunctor>"]
+    assert got[REDUCE.format(512, 1)] == "reduce_kernel<sum_functor, 512, 1, 4, 4>"  # the op alike: the numbers
+    assert got[REDUCE.format(128, 4)] == "reduce_kernel<sum_functor, 128, 4, 4, 4>"
+    assert got["sm80_xmma_gemm_f32f32_nn"] == "sm80_xmma_gemm_f32f32_nn"            # unique: its short name
+    same = kernel_labels([("void k<(int)1>(int)", "k"), ("void k<(int)1>(long)", "k")])
+    assert sorted(same.values()) == ["k<1> #1", "k<1> #2"]                        # nothing tells them apart
+
+
+def test_kernel_chart_uses_the_labels(tmp_path):
+    tables = {"StringIds": [{"id": 1, "value": "cudaLaunchKernel_v7000"}, {"id": 4, "value": "vectorized_elementwise_kernel"}]
+              + [{"id": 10 + i, "value": k} for i, k in enumerate(KERNELS[:3])],
+              "CUPTI_ACTIVITY_KIND_RUNTIME": [launch(2_000_000 + i * 1_000_000, i + 1) for i in range(3)],
+              "CUPTI_ACTIVITY_KIND_KERNEL": [dict(kernel(2_100_000 + i * 1_000_000, 2_600_000 + i * 1_000_000, i + 1),
+                                                  demangledName=10 + i, shortName=4) for i in range(3)]}
+    report = analyze(write_export(tables, tmp_path / "ew.sqlite"), rules=RULES, timeline=True)
+    charts = html.render(report).split('<section id="charts">')[1].split("</section>")[0]
+    for label in ("addcdiv_cuda_kernel", "CUDAFunctorOnSelf_add", "CUDAFunctor_add"):
+        assert f"vectorized_elementwise_kernel&lt;{label}&gt;</div>" in charts
 
 
 # --- in a real browser ------------------------------------------------------------------------------
@@ -245,39 +361,56 @@ def shots_dir(tmp_path: Path) -> Path:
     return folder
 
 
-# Test-only: after the page's script, drag across the first track from 25 % to 50 % of its width,
-# then press "whole trace" and "steady state", and record what the tracks show after each.
+# Test-only: after the page's script, record the view it opened on, press "whole window", drag across
+# the track from 25 % to 50 % of its width, press "steady state", then follow the first finding's
+# "show on timeline" link; record the view (data-view), the drawing shown (data-r) and labels after each.
 USER = """<script>(function () {
-  var svg = document.querySelector("svg.track"), r = svg.getBoundingClientRect(), seen = [];
-  function mouse(type, f) {
+  var tl = document.querySelector(".tl"), seen = [];
+  function state() { return [tl.getAttribute("data-view"), tl.getAttribute("data-r")]; }
+  function mouse(svg, type, f) {
+    var r = svg.getBoundingClientRect();
     svg.dispatchEvent(new MouseEvent(type, {bubbles: true, clientX: r.left + f * r.width, clientY: r.top + 2}));
   }
-  mouse("mousedown", 0.25); mouse("mousemove", 0.5); mouse("mouseup", 0.5);
-  seen.push(svg.getAttribute("viewBox"), document.querySelector(".readout").textContent);
+  seen.push(state(), document.querySelector("[data-dev]").textContent, document.querySelector("[data-host]").textContent,
+            document.querySelector("[data-steps]").textContent, document.querySelectorAll(".names span").length);
   document.querySelector('button[data-zoom="reset"]').click();
-  seen.push(svg.getAttribute("viewBox"));
+  seen.push(state());
+  var svg = document.querySelector('.tl svg.track:not([style*="none"])');
+  mouse(svg, "mousedown", 0.25); mouse(svg, "mousemove", 0.5); mouse(svg, "mouseup", 0.5);
+  seen.push(state(), document.querySelector(".readout").textContent);
   document.querySelector('button[data-zoom="0"]').click();
-  seen.push(svg.getAttribute("viewBox"), document.querySelector(".range").textContent);
+  seen.push(state(), document.querySelector(".range").textContent);
+  var link = document.querySelector("a.show");
+  link.click();
+  seen.push(state(), link.getAttribute("href"));
   document.documentElement.setAttribute("data-user", JSON.stringify(seen));
 })();</script>"""
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium)")
-def test_report_renders_and_zooms_in_chromium(tmp_path):
-    report = analyze(FIXTURES / "exports" / "dataloader_bound.sqlite", rules=RULES, timeline=True)
+def test_report_renders_and_zooms_in_chromium(tmp_path, fixture_report):
+    report = fixture_report
     page = tmp_path / "dataloader_bound.html"
     page.write_text(html.render(report).replace("</body>", USER + "</body>"), encoding="utf-8")
     dom = open_in_browser(page, shots_dir(tmp_path) / "fixture-dataloader_bound.png", tmp_path)
     assert 'data-timeline="ready"' in dom           # the page's script ran to its end
     assert re.search(r'<div class="axis"><span style="left:[0-9.]+%">', dom)  # and drew the axis
     raw = re.search(r"data-user=\"([^\"]*)\"", dom).group(1)
-    dragged, readout, whole, steady, shown = json.loads(unescape(raw))
+    opened, busy, host, steps, names, whole, dragged, readout, steady, shown, linked, href = json.loads(unescape(raw))
     tl, w = report.timeline, report.timeline.steady[0]
-    assert [float(v) for v in dragged.split()] == pytest.approx([tl.bins / 4, 0, tl.bins / 4, 1], abs=0.5)
-    assert "GPU 0 · NVIDIA H200:" in readout and "% busy" in readout
-    assert whole == f"0 0 {tl.bins} 1"
-    assert float(steady.split()[0]) == pytest.approx((w.start_ns - tl.start_ns) / tl.bin_ns, abs=0.01)
+    view = lambda s: [int(v) for v in s[0].split(",")]  # noqa: E731
+    assert opened == [f"{w.start_ns},{w.end_ns}", "1"]  # opens on the steady state, in its own finer drawing
+    assert re.fullmatch(r"busy [0-9.]+ % of the view", busy)
+    assert float(busy.split()[1]) == pytest.approx(report.steady[0].busy_pct, abs=0.3)
+    assert "copy" in host and re.fullmatch(r"\d+ in the view · median [0-9.]+ ms", steps) and names > 0
+    assert whole == [f"{tl.start_ns},{tl.end_ns}", "0"]
+    span = tl.end_ns - tl.start_ns
+    assert view(dragged) == pytest.approx([tl.start_ns + span / 4, tl.start_ns + span / 2], abs=2 * tl.bin_ns)
+    assert dragged[1] == "0" and "GPU 0 · NVIDIA H200:" in readout and "% busy" in readout
+    assert steady == [f"{w.start_ns},{w.end_ns}", "1"]
     assert shown.startswith(f"showing {w.start_ns / 1e9:.3f} s to {w.end_ns / 1e9:.3f} s")
+    a, b = (float(x) * 1e9 for x in href.removeprefix("#t=").split(","))
+    assert view(linked) == pytest.approx([a, b], abs=2)
 
 
 @needs_shared
@@ -289,6 +422,15 @@ def test_h200_screenshots(name, tmp_path):
     folder = shots_dir(tmp_path)
     page = folder / f"{name}.html"
     page.write_text(html.render(report), encoding="utf-8")
-    for fragment, suffix in (("", ""), ("#steady", "-steady")):
-        dom = open_in_browser(page, folder / f"{name}{suffix}.png", tmp_path / f"run{suffix}", fragment)
+    assert len(page.read_bytes()) < 1_000_000  # two binnings of 2,000 bins, whatever the trace's size
+    # the page as it opens, then the timeline alone (the sections above it hidden) as it opens and as
+    # "whole window" shows it
+    lone = folder / f"{name}-timeline.html"
+    lone.write_text(page.read_text(encoding="utf-8").replace(
+        "</head>", "<style>header, #budget, #findings { display: none; }</style></head>"), encoding="utf-8")
+    for shown, fragment, suffix in ((page, "", ""), (lone, "", "-timeline"), (lone, "#whole", "-whole")):
+        dom = open_in_browser(shown, folder / f"{name}{suffix}.png", tmp_path / f"run{suffix}", fragment)
         assert 'data-timeline="ready"' in dom
+        w = next(w for w in report.timeline.steady if w.pid == report.steady[0].pid)
+        expected = f"{report.timeline.start_ns},{report.timeline.end_ns}" if fragment else f"{w.start_ns},{w.end_ns}"
+        assert f'data-view="{expected}"' in dom

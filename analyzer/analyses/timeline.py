@@ -17,9 +17,11 @@ import time
 
 import duckdb
 from nsys_diagnose.engine.model import (
+    HostLane,
     NvtxLane,
     Segment,
     SteadyWindow,
+    StepTicks,
     Timeline,
     UtilTrack,
 )
@@ -30,6 +32,10 @@ NVTX_DEPTHS = 2      # top-level ranges and their children: "rank0 > Model Compu
 MAX_THREADS = 8      # NVTX lanes shown: the threads with the most top-level NVTX time
 MAX_PROCESS_ROWS = 4  # per-process rows under a device that several processes share
 EXACT_RANGES = 300   # a lane with at most this many ranges is drawn range by range, else binned
+MAX_HOST_THREADS = 4  # CUDA API lanes: the threads with the most API time
+MAX_STEP_TICKS = 1000  # step starts drawn per process; more are thinned to every n-th
+MAX_STEP_ROWS = 8     # processes whose steps are drawn: those with the most steps
+FOCUS_SHARE = 0.5    # a focus window under this share of the trace gets its own finer bins
 
 
 # Busy share per bin of disjoint intervals: each interval is spread over the bins it touches
@@ -109,6 +115,35 @@ FROM (SELECT * FROM exact UNION ALL SELECT * FROM binned) x JOIN threads_ranked 
 ORDER BY t.lane_rank, x.depth, x.start_ns, x.end_ns"""
 
 
+# CUDA API time per thread and kind: what the host threads spend in the driver, per bin. Queries
+# (cuKernelGetName, cudaGetLastError, ...) start no work and are left out. The threads are those
+# with the most API time over the whole trace, so a focus window draws the same lanes.
+_HOST_KIND = """CASE category WHEN 'launch' THEN 'launch' WHEN 'sync' THEN 'sync' WHEN 'memcpy' THEN 'copy'
+  WHEN 'memset' THEN 'copy' WHEN 'alloc' THEN 'allocation' WHEN 'free' THEN 'allocation'
+  WHEN 'module' THEN 'module loading' WHEN 'context' THEN 'module loading' ELSE 'other' END"""
+HOST_KINDS = ("launch", "sync", "copy", "allocation", "module loading", "other")
+
+_HOST_RANKED = """
+host_ranked AS (
+  SELECT pid, tid, sum(duration_ns)::BIGINT AS api_ns,
+         row_number() OVER (ORDER BY sum(duration_ns) DESC, pid, tid) AS lane_rank, count(*) OVER () AS thread_count
+  FROM api_calls WHERE category IS DISTINCT FROM 'query' GROUP BY pid, tid)"""
+
+_HOST_SQL = f"""
+WITH {_HOST_RANKED},
+clipped AS (
+  SELECT a.pid, a.tid, {_HOST_KIND} AS kind, greatest(a.start_ns, $w0) AS s, least(a.end_ns, $w1) AS e
+  FROM api_calls a JOIN host_ranked r USING (pid, tid)
+  WHERE r.lane_rank <= $max_threads AND a.category IS DISTINCT FROM 'query'
+    AND a.end_ns > $w0 AND a.start_ns < $w1),
+binned AS (SELECT *, (s - $w0) // $bin AS b0, (e - 1 - $w0) // $bin AS b1 FROM clipped WHERE e > s),
+-- most calls are shorter than a bin: those are summed by bin directly, the others spread
+spread AS (SELECT pid, tid, kind, s, e, unnest(range(b0, b1 + 1)) AS b FROM binned WHERE b1 > b0)
+SELECT pid, tid, kind, b0 AS b, sum(e - s) AS busy FROM binned WHERE b1 = b0 GROUP BY ALL
+UNION ALL
+SELECT pid, tid, kind, b, sum({_OVERLAP}) FROM spread GROUP BY ALL"""
+
+
 def _per_mille(rows, nkeys: int, params: dict, bins: int) -> dict[tuple, list[int]]:
     """Rows of (keys..., bin, busy ns) -> per key, the busy share of every bin (the last bin may be short)."""
     w0, w1, width = params["w0"], params["w1"], params["bin"]
@@ -161,6 +196,43 @@ def _lanes(con, params: dict) -> tuple[list[NvtxLane], int]:
     return list(lanes.values()), max(0, thread_count - shown)
 
 
+def _host(con, params: dict, bins: int) -> tuple[list[HostLane], int]:
+    ranked = con.execute(f"WITH {_HOST_RANKED} SELECT pid, tid, api_ns, thread_count FROM host_ranked "
+                         "WHERE lane_rank <= $max_threads ORDER BY lane_rank",
+                         {"max_threads": MAX_HOST_THREADS}).fetchall()
+    if not ranked:
+        return [], 0
+    rows = con.execute(f"SELECT pid, tid, kind, b, sum(busy) FROM ({_HOST_SQL}) GROUP BY ALL",
+                       {**params, "max_threads": MAX_HOST_THREADS}).fetchall()
+    per = _per_mille(rows, 3, params, bins)
+    names = {(p, t): n for p, t, n in con.execute("SELECT pid, tid, name FROM threads").fetchall()}
+    lanes = []
+    for pid, tid, api_ns, _ in ranked:
+        kinds = {k: per[(pid, tid, k)] for k in HOST_KINDS if (pid, tid, k) in per}
+        for b in range(bins):  # nested calls (a runtime call and the driver call in it) can overfill a bin
+            total = sum(v[b] for v in kinds.values())
+            if total > 1000:
+                for v in kinds.values():
+                    v[b] = v[b] * 1000 // total
+        lanes.append(HostLane(pid=pid, tid=tid, thread=names.get((pid, tid)), api_ns=api_ns or 0, kinds=kinds))
+    return lanes, max(0, ranked[0][3] - len(lanes))
+
+
+def _steps(con, w0: int, w1: int) -> list[StepTicks]:
+    if not has_table(con, "steps"):
+        return []
+    rows = con.execute("SELECT pid, count(*), list(start_ns ORDER BY start_ns) FILTER (WHERE start_ns >= $w0 "
+                       "AND start_ns < $w1) FROM steps GROUP BY pid ORDER BY count(*) DESC, pid LIMIT $rows",
+                       {"w0": w0, "w1": w1, "rows": MAX_STEP_ROWS}).fetchall()
+    rows.sort(key=lambda r: r[0])
+    out = []
+    for pid, count, starts in rows:
+        starts = starts or []
+        stride = max(1, -(-len(starts) // MAX_STEP_TICKS))
+        out.append(StepTicks(pid=pid, count=count, stride=stride, starts_ns=starts[::stride]))
+    return out
+
+
 def _steady(con) -> list[SteadyWindow]:
     if not has_table(con, "steady_state"):  # built by sql/20_phases.sql; older caches lack it
         return []
@@ -169,15 +241,29 @@ def _steady(con) -> list[SteadyWindow]:
     return [SteadyWindow(pid=p, start_ns=s, end_ns=e, startup_ns=u, method=m) for p, s, e, u, m in rows]
 
 
-def compute(con: duckdb.DuckDBPyConnection, bins: int = BINS) -> Timeline | None:
-    """The binned timeline of an open trace; None when the trace has no window (nothing traced)."""
+def compute(con: duckdb.DuckDBPyConnection, bins: int = BINS, focus: tuple[int, int] | None = None) -> Timeline | None:
+    """The binned timeline of an open trace; None when the trace has no window (nothing traced).
+    `focus` (start, end): a window to bin again on its own (the leading steady state) when it is
+    under FOCUS_SHARE of the trace."""
     started = time.perf_counter()
     w0, w1 = con.execute("SELECT start_ns, end_ns FROM trace_window").fetchone()
     if w0 is None or w1 is None or w1 <= w0:
         return None
+    tl = _binned(con, w0, w1, bins)
+    if focus is not None:
+        f0, f1 = max(focus[0], w0), min(focus[1], w1)
+        if f1 - f0 >= bins and f1 - f0 < FOCUS_SHARE * (w1 - w0):
+            tl.focus = _binned(con, f0, f1, bins)
+    tl.seconds = round(time.perf_counter() - started, 3)
+    return tl
+
+
+def _binned(con, w0: int, w1: int, bins: int) -> Timeline:
     bin_ns = -(-(w1 - w0) // bins)  # ceil: the bins cover the whole window
     n = -(-(w1 - w0) // bin_ns)
     params = {"w0": w0, "w1": w1, "bin": bin_ns}
     lanes, hidden = _lanes(con, params)
+    host, hidden_host = _host(con, params, n)
     return Timeline(start_ns=w0, end_ns=w1, bin_ns=bin_ns, bins=n, devices=_devices(con, params, n), lanes=lanes,
-                    hidden_threads=hidden, steady=_steady(con), seconds=round(time.perf_counter() - started, 3))
+                    host=host, hidden_threads=hidden, hidden_host_threads=hidden_host, steady=_steady(con),
+                    steps=_steps(con, w0, w1))

@@ -2,9 +2,15 @@
 datasets for queries (DuckDB: `SELECT * FROM 'out/reports.parquet'`; polars: pl.read_parquet):
 
 - reports.parquet: one row per input (analyzed, failed or skipped): status, error, every
-  scalar of the report's `metrics` block, devices and processes as lists of structs, the top
-  finding and top kernel, the rule statuses, and the rank-of-a-job columns;
-- findings.parquet: one row per finding of every report, ranked as in its report.
+  scalar of the report's `metrics` block, the leading steady state (bound, steady_utilization_pct,
+  steady_step_median_ns, its pid and device), devices and processes as lists of structs, the top
+  finding (severity, recoverable time, pid, device) and top kernel, the rule statuses, and the
+  rank-of-a-job columns;
+- findings.parquet: one row per finding of every report, with its severity, recoverable time,
+  pid and device, and the steady-state figures of its (device, process).
+
+Both, and summary.md's table, list the most severe first, then by the time a fix can give back
+(the order each report ranks its own findings in: analyze.rank), failed and skipped inputs last.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import pyarrow.parquet as pq
 from nsys_diagnose import __version__
 from nsys_diagnose.batch.ranks import Job
 from nsys_diagnose.batch.work import Outcome
+from nsys_diagnose.engine.model import SEVERITY_RANK
 from nsys_diagnose.output import write_atomic
 from nsys_diagnose.report import html_index
 from nsys_diagnose.text import inline
@@ -43,13 +50,57 @@ TAIL = {"device_count": I64, "process_count": I64, "devices": pa.list_(DEVICE), 
         "rules": pa.list_(RULE), "program": STR, "kernel_set": STR, "gpu_uuids": pa.list_(STR),
         "pids": pa.list_(I64), "step_count": I64, "step_median_ns": I64, "step_source": STR,
         "job": STR, "straggler": BOOL, "straggler_reason": STR}
+# the leading steady state (the (device, process) with the most GPU work) and the top finding's
+# place: columns of their own, not only inside the JSON
+STEADY = {"bound": STR, "steady_utilization_pct": F64, "steady_step_median_ns": I64, "steady_steps": I64,
+          "steady_window_ns": I64, "steady_pid": I64, "steady_device_id": I64,
+          "top_finding_recoverable_ns": I64, "top_finding_pid": I64, "top_finding_device_id": I64}
 FINDING_TYPES = {"name": STR, "path": STR, "finding_rank": I64, "rule_id": STR, "severity": STR,
-                 "message": STR, "impact_ns": I64, "fix": STR, "evidence_json": STR}
+                 "recoverable_ns": I64, "impact_ns": I64, "pid": I64, "device_id": I64, "bound": STR,
+                 "steady_utilization_pct": F64, "steady_step_median_ns": I64, "claim": STR,
+                 "message": STR, "fix": STR, "evidence_json": STR}
+
+
+def int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def lead_steady(steady: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The report's leading steady state: as analyses.budget.primary picks it, most GPU work first."""
+    return max(steady, key=lambda s: (s.get("busy_ns") or 0, s.get("window_ns") or 0), default=None)
+
+
+def place(evidence: dict[str, Any], steady: list[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """(pid, device) a finding is about: its evidence's; a process-wide finding gets the device of
+    its process's steady state where the process has one device only."""
+    pid, dev = int_or_none(evidence.get("pid")), int_or_none(evidence.get("device_id"))
+    if dev is None and pid is not None:
+        devices = {s.get("device_id") for s in steady if s.get("pid") == pid}
+        dev = devices.pop() if len(devices) == 1 else None
+    return pid, dev
+
+
+def order_key(severity: str | None, recoverable_ns: int | None, impact_ns: int | None) -> tuple:
+    """analyze.rank's order across reports: most severe; drawn on the budget, by recoverable time;
+    the others by time at stake; a budget slice holding nothing last. No finding after info."""
+    group = 2 if recoverable_ns == 0 else 1 if recoverable_ns is None else 0
+    time = recoverable_ns if recoverable_ns is not None else impact_ns or 0
+    return (-SEVERITY_RANK.get(severity, -1), group, -time)
+
+
+def record_key(rec: dict[str, Any]) -> tuple:
+    failed = {"ok": 0, "error": 1}.get(rec["status"], 2)
+    return (failed, *order_key(rec.get("top_finding_severity"), rec.get("top_finding_recoverable_ns"),
+                               rec.get("top_finding_impact_ns")), rec["name"].lower())
+
+
+def ranked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(records, key=record_key)
 
 
 def record(out: Outcome, json_file: str | None, report_file: str | None) -> dict[str, Any]:
     """The reports.parquet row of one outcome (and the fields summary.md and ranks.py read)."""
-    rec: dict[str, Any] = {k: None for k in (*HEAD, *METRIC_TYPES, *TAIL)}
+    rec: dict[str, Any] = {k: None for k in (*HEAD, *METRIC_TYPES, *STEADY, *TAIL)}
     rec.update(name=out.name, path=out.path, status=out.status, error=out.error, cached=out.cached,
                seconds=round(out.seconds, 3), json_file=json_file, report_file=report_file)
     if out.status != "ok" or not out.json_text:
@@ -77,7 +128,15 @@ def record(out: Outcome, json_file: str | None, report_file: str | None) -> dict
                               if facts.get("top_kernel_ns") and m.get("kernel_ns") else None),
         **{k: facts.get(k) for k in ("program", "kernel_set", "gpu_uuids", "pids", "step_count",
                                      "step_median_ns", "step_source")},
-        _findings=findings, _top_kernel_short=facts.get("top_kernel_short"))
+        _findings=findings, _top_kernel_short=facts.get("top_kernel_short"), _steady=doc.get("steady", []))
+    lead = lead_steady(doc.get("steady", []))
+    pid, dev = place(top.get("evidence") or {}, doc.get("steady", []))
+    rec.update(
+        bound=lead["bound"] if lead else None, steady_utilization_pct=doc.get("steady_utilization_pct"),
+        steady_step_median_ns=doc.get("step_median_ns"), steady_steps=lead.get("steps") if lead else None,
+        steady_window_ns=lead["window_ns"] if lead else None, steady_pid=lead["pid"] if lead else None,
+        steady_device_id=lead["device_id"] if lead else None,
+        top_finding_recoverable_ns=top.get("recoverable_ns"), top_finding_pid=pid, top_finding_device_id=dev)
     return rec
 
 
@@ -89,11 +148,13 @@ def _table(rows: list[dict[str, Any]], types: dict[str, pa.DataType]) -> pa.Tabl
 
 
 def reports_table(records: list[dict[str, Any]]) -> pa.Table:
-    extra = sorted({k for r in records for k in r if not k.startswith("_")} - set(HEAD) - set(METRIC_TYPES) - set(TAIL))
+    records = ranked(records)
+    known = set(HEAD) | set(METRIC_TYPES) | set(STEADY) | set(TAIL)
+    extra = sorted({k for r in records for k in r if not k.startswith("_")} - known)
     table = _table(records, {**HEAD, **METRIC_TYPES})
     for name in extra:  # metrics that later versions add: keep them, typed from their values
         table = table.append_column(name, pa.array([r.get(name) for r in records]))
-    for name, typ in TAIL.items():
+    for name, typ in {**STEADY, **TAIL}.items():
         table = table.append_column(name, pa.array([r.get(name) for r in records], type=typ))
     return table
 
@@ -101,11 +162,23 @@ def reports_table(records: list[dict[str, Any]]) -> pa.Table:
 def findings_table(records: list[dict[str, Any]]) -> pa.Table:
     rows = []
     for rec in records:
+        steady = {(s.get("device_id"), s.get("pid")): s for s in rec.get("_steady") or []}
+        lead = lead_steady(rec.get("_steady") or [])
         for i, f in enumerate(rec.get("_findings") or [], 1):
+            ev = f.get("evidence") or {}
+            pid, dev = place(ev, rec.get("_steady") or [])
+            # its own (device, process)'s steady state; one of its process's, else the report's lead
+            own = steady.get((dev, pid)) or next((s for (d, p), s in steady.items() if p == pid), None) or lead
             rows.append({"name": rec["name"], "path": rec["path"], "finding_rank": i, "rule_id": f["rule_id"],
-                         "severity": f["severity"], "message": f["message"], "impact_ns": f.get("impact_ns"),
-                         "fix": f.get("fix"),
-                         "evidence_json": json.dumps(f.get("evidence", {}), ensure_ascii=False, default=str)})
+                         "severity": f["severity"], "recoverable_ns": f.get("recoverable_ns"),
+                         "impact_ns": f.get("impact_ns"), "pid": pid, "device_id": dev,
+                         "bound": own["bound"] if own else None,
+                         "steady_utilization_pct": own["busy_pct"] if own else None,
+                         "steady_step_median_ns": own.get("step_median_ns") if own else None,
+                         "claim": f.get("claim"), "message": f["message"], "fix": f.get("fix"),
+                         "evidence_json": json.dumps(ev, ensure_ascii=False, default=str)})
+    rows.sort(key=lambda r: (*order_key(r["severity"], r["recoverable_ns"], r["impact_ns"]), r["name"].lower(),
+                             r["finding_rank"]))
     return _table(rows, FINDING_TYPES)
 
 
@@ -128,6 +201,31 @@ def _link(rec: dict[str, Any]) -> str:
     return f"[{_cell(rec['name'])}]({quote(target)})" if target else _cell(rec["name"])
 
 
+def busy_cell(r: dict[str, Any]) -> str:
+    """The leading steady state's GPU busy share, else the whole window's (marked so)."""
+    if r.get("steady_utilization_pct") is not None:
+        return pct(r["steady_utilization_pct"])
+    return f"{pct(r['gpu_utilization_pct'])} (window)" if r.get("gpu_utilization_pct") is not None else ""
+
+
+def step_cell(r: dict[str, Any]) -> str:
+    return duration(r["steady_step_median_ns"]) if r.get("steady_step_median_ns") else ""
+
+
+def stake_cell(r: dict[str, Any]) -> str:
+    """The top finding's recoverable time; its time at stake, so marked, where it claims no budget slice."""
+    if r.get("top_finding_recoverable_ns") is not None:
+        return duration(r["top_finding_recoverable_ns"])
+    return f"({duration(r['top_finding_impact_ns'])} at stake)" if r.get("top_finding_impact_ns") is not None else ""
+
+
+def place_cell(r: dict[str, Any]) -> str:
+    pid, dev = r.get("top_finding_pid"), r.get("top_finding_device_id")
+    if pid is None and dev is None:
+        pid, dev = r.get("steady_pid"), r.get("steady_device_id")
+    return " · ".join(x for x in (f"{pid}" if pid is not None else "", f"GPU {dev}" if dev is not None else "") if x)
+
+
 def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, interrupted: int = 0) -> str:
     ok = [r for r in records if r["status"] == "ok"]
     errors = [r for r in records if r["status"] == "error"]
@@ -139,17 +237,18 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
     if interrupted:
         lines += ["", f"**Interrupted: {interrupted} input(s) were not analyzed; this summary covers "
                       f"the ones that finished.**"]
-    lines += ["", "| report | status | GPU utilization | headline finding | at stake | top kernel |",
-              "|---|---|---|---|---|---|"]
-    for r in records:
+    lines += ["", "| report | status | bound | steady GPU busy | step median | severity | headline finding "
+                  "| recoverable | pid · GPU | top kernel |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in ranked(records):
         if r["status"] == "ok":
             finding = r["top_finding_message"] or r["headline"]
-            stake = duration(r["top_finding_impact_ns"]) if r["top_finding_impact_ns"] is not None else ""
             kernel = r.get("_top_kernel_short") or r["top_kernel"]
             kernel = f"{_cell(kernel, 60)} ({pct(r['top_kernel_share_pct'])})" if kernel else ""
-            lines.append(f"| {_link(r)} | ok | {pct(r['gpu_utilization_pct'])} | {_cell(finding)} | {stake} | {kernel} |")
+            lines.append(f"| {_link(r)} | ok | {r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
+                         f"| {r['top_finding_severity'] or ''} | {_cell(finding)} | {stake_cell(r)} | {place_cell(r)} "
+                         f"| {kernel} |")
         else:
-            lines.append(f"| {_cell(r['name'])} | {r['status']} | | {_cell(r['error'])} | | |")
+            lines.append(f"| {_cell(r['name'])} | {r['status']} | | | | | {_cell(r['error'])} | | | |")
     if errors:
         lines += ["", "## Failed", ""] + [f"- `{_cell(r['path'])}`: {_cell(r['error'], 400)}" for r in errors]
     if skipped:
@@ -171,8 +270,8 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
         named = ", ".join(job.stragglers) or "none"
         lines += ["", f"Stragglers: {named}."]
     lines += ["", "Every report's metrics: `reports.parquet`; every finding: `findings.parquet`, e.g. "
-              "`duckdb -c \"SELECT name, gpu_utilization_pct, top_finding_message FROM 'reports.parquet' "
-              "ORDER BY top_finding_impact_ns DESC\"`."]
+              "`duckdb.sql(\"SELECT name, bound, steady_utilization_pct, top_finding_severity, top_finding_message FROM "
+              "'reports.parquet' ORDER BY top_finding_recoverable_ns DESC\")` (Python, `import duckdb`)."]
     return "\n".join(lines) + "\n"
 
 
@@ -181,4 +280,4 @@ def write(out_dir: Path, records: list[dict[str, Any]], jobs: list[Job], *, seco
     write_atomic(out_dir / "reports.parquet", parquet_bytes(reports_table(records)))
     write_atomic(out_dir / "findings.parquet", parquet_bytes(findings_table(records)))
     write_atomic(out_dir / "summary.md", markdown(records, jobs, seconds=seconds, interrupted=interrupted))
-    html_index.write_index(out_dir, records, jobs, seconds=seconds, interrupted=interrupted)
+    html_index.write_index(out_dir, ranked(records), jobs, seconds=seconds, interrupted=interrupted)

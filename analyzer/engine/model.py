@@ -197,6 +197,23 @@ class SteadyWindow(BaseModel):
     method: str | None = None
 
 
+class HostLane(BaseModel):
+    """A thread's CUDA API time per bin, by kind (launch, sync, copy, allocation, other)."""
+    pid: int
+    tid: int
+    thread: str | None = None
+    api_ns: int                     # the thread's API time over the whole window (queries left out)
+    kinds: dict[str, list[int]]     # kind -> per bin: share of the bin in calls of that kind, per mille
+
+
+class StepTicks(BaseModel):
+    """Where a process's steps start (every `stride`-th where there are more than can be drawn)."""
+    pid: int
+    count: int                      # steps of the process
+    stride: int = 1
+    starts_ns: list[int]
+
+
 class Timeline(BaseModel):
     start_ns: int
     end_ns: int
@@ -204,8 +221,14 @@ class Timeline(BaseModel):
     bins: int
     devices: list[UtilTrack] = []
     lanes: list[NvtxLane] = []
+    host: list[HostLane] = []
     hidden_threads: int = 0         # threads with NVTX ranges beyond MAX_THREADS, not drawn
+    hidden_host_threads: int = 0    # threads with CUDA API calls beyond MAX_HOST_THREADS, not drawn
     steady: list[SteadyWindow] = []
+    steps: list[StepTicks] = []
+    # the same tracks binned over the focus window only (the leading steady state), where that
+    # window is a small part of the whole: zoomed in on it, the drawing keeps its resolution
+    focus: Timeline | None = None
     seconds: float = 0.0            # time taken to compute it
 
 

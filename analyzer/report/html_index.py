@@ -1,5 +1,6 @@
-"""index.html of a batch: one row per input, linking its report, with a utilization bar; then the
-failures and, for ranks of one job, the rank table. The same content as summary.md (the batch's
+"""index.html of a batch: one row per input, linking its report, with its steady-state verdict and a
+utilization bar, in the order it is given (summary.ranked: most severe first, then by recoverable
+time); then the failures and, for ranks of one job, the rank table. The same content as summary.md (the batch's
 Markdown summary), drawn with the HTML report's stylesheet, self-contained like it.
 
 It reads the batch's report records (analyzer/batch/summary.record) and rank groups
@@ -18,7 +19,9 @@ from nsys_diagnose.report.html import clipped, esc, page
 from nsys_diagnose.units import duration, pct
 
 INDEX_CSS = """
-td.util { min-width: 150px; }
+td.util { min-width: 150px; white-space: nowrap; }
+td .bound { white-space: nowrap; }
+tbody td:first-child { white-space: nowrap; overflow-wrap: normal; }
 .ubar { display: inline-block; width: 90px; height: 10px; background: var(--panel); border-radius: 2px;
   vertical-align: -1px; margin-right: 6px; overflow: hidden; }
 .ubar i { display: block; height: 100%; background: var(--busy); }
@@ -38,19 +41,38 @@ def _util(value: float | None) -> str:
     return f'<span class="ubar"><i style="width:{min(100.0, max(0.0, value)):.1f}%"></i></span>{esc(pct(value))}'
 
 
+def _stake(r: dict[str, Any]) -> str:
+    if r.get("top_finding_recoverable_ns") is not None:
+        return duration(r["top_finding_recoverable_ns"])
+    return f"({duration(r['top_finding_impact_ns'])} at stake)" if r.get("top_finding_impact_ns") is not None else ""
+
+
+def _place(r: dict[str, Any]) -> str:
+    pid, dev = r.get("top_finding_pid"), r.get("top_finding_device_id")
+    if pid is None and dev is None:
+        pid, dev = r.get("steady_pid"), r.get("steady_device_id")
+    return " · ".join(x for x in (f"pid {pid}" if pid is not None else "", f"GPU {dev}" if dev is not None else "") if x)
+
+
 def _report_row(r: dict[str, Any]) -> str:
     if r["status"] != "ok":
         return (f'<tr><td class="text">{esc(r["name"])}</td><td class="status-{esc(r["status"])}">{esc(r["status"])}'
-                f'</td><td></td><td class="text">{esc(r.get("error") or "")}</td><td></td><td></td></tr>')
+                f'</td><td></td><td></td><td></td><td class="text">{esc(r.get("error") or "")}</td><td></td><td></td>'
+                "<td></td></tr>")
     finding = r.get("top_finding_message") or r.get("headline") or ""
-    stake = duration(r["top_finding_impact_ns"]) if r.get("top_finding_impact_ns") is not None else ""
     kernel = r.get("_top_kernel_short") or r.get("top_kernel")
     kernel_html = f'{clipped(kernel, 60)} ({esc(pct(r.get("top_kernel_share_pct")))})' if kernel else ""
     sev = r.get("top_finding_severity")
     badge = f'<span class="badge {esc(sev)}">{esc(sev)}</span>' if sev else ""
-    return (f'<tr><td class="text">{_link(r)}</td><td>ok</td><td class="util">{_util(r.get("gpu_utilization_pct"))}</td>'
-            f'<td class="text">{badge}{esc(finding)}</td><td class="num">{esc(stake)}</td>'
-            f'<td class="text">{kernel_html}</td></tr>')
+    bound = r.get("bound")
+    bound_html = f'<span class="bound {esc(bound)}">{esc(bound)}</span>' if bound else ""
+    steady = r.get("steady_utilization_pct")
+    busy = _util(steady) if steady is not None else (
+        _util(r.get("gpu_utilization_pct")) + " (window)" if r.get("gpu_utilization_pct") is not None else "")
+    step = duration(r["steady_step_median_ns"]) if r.get("steady_step_median_ns") else ""
+    return (f'<tr><td class="text">{_link(r)}</td><td>ok</td><td>{bound_html}</td><td class="util">{busy}</td>'
+            f'<td class="num">{esc(step)}</td><td class="text">{badge}{esc(finding)}</td>'
+            f'<td class="num">{esc(_stake(r))}</td><td>{esc(_place(r))}</td><td class="text">{kernel_html}</td></tr>')
 
 
 def _rank_table(job) -> str:
@@ -87,8 +109,9 @@ def render_index(records: list[dict[str, Any]], jobs: list, *, seconds: float, i
     if interrupted:
         body.append(f'<p class="headline">Interrupted: {interrupted} input(s) were not analyzed; this index covers '
                     "the ones that finished.</p>")
-    body.append('<div class="tablewrap"><table><thead><tr><th>report</th><th>status</th><th>GPU utilization</th>'
-                "<th>headline finding</th><th>at stake</th><th>top kernel</th></tr></thead><tbody>"
+    body.append('<div class="tablewrap"><table><thead><tr><th>report</th><th>status</th><th>bound</th>'
+                "<th>steady GPU busy</th><th>step median</th><th>headline finding</th><th>recoverable</th>"
+                "<th>where</th><th>top kernel</th></tr></thead><tbody>"
                 + "".join(_report_row(r) for r in records) + "</tbody></table></div>")
     for title, rows in (("Failed", errors), ("Skipped", skipped)):
         if rows:
