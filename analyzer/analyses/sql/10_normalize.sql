@@ -4,8 +4,12 @@
 -- serialized globalPid/globalTid (bits 24-47 = pid, bits 0-23 = tid).
 -- Statements end with ";" at line end. Files in analyzer/sql/ run in name order at ingest, never per rule.
 
+-- nsys_pid(g): the OS process id in nsys's serialized globalTid or globalPid (bits 24-47).
 CREATE MACRO nsys_pid(g) AS (g >> 24) & 16777215;
+-- nsys_tid(g): the OS thread id in nsys's serialized globalTid (bits 0-23).
 CREATE MACRO nsys_tid(g) AS g & 16777215;
+-- api_base_name(n): a CUDA API name without its version suffix (cudaLaunchKernel_v7000 ->
+-- cudaLaunchKernel), so that every version of a call reads as one.
 CREATE MACRO api_base_name(n) AS regexp_replace(n, '_v[0-9]+$', '');
 
 -- DISTINCT: a string listed twice under its id must not double the rows joined to it (different
@@ -35,7 +39,13 @@ CREATE TEMP TABLE mem_kind AS
     SELECT id, any_value(nullif(trim(label), '')) AS label FROM src_enum_memkind WHERE id IS NOT NULL GROUP BY id) e
   USING (id);
 
--- Which API calls do what: knowledge as data, matched in order of priority.
+-- One row per API name pattern: which API calls do what (knowledge as data). api_calls.category
+-- is the category of the lowest-priority pattern an API name matches LIKE, else 'other'.
+-- sources: always
+-- @column priority: match order, lowest first
+-- @column pattern: LIKE pattern on the API name as recorded (with its version suffix)
+-- @column category: launch, sync, memcpy, memset, alloc, free, module, event, stream, graph,
+-- context or query (queries never start GPU work and are never taken as a launch call)
 CREATE TABLE api_categories(priority INTEGER, pattern VARCHAR, category VARCHAR);
 INSERT INTO api_categories VALUES
   (1, 'cudaGraphLaunch%', 'launch'), (1, 'cuGraphLaunch%', 'launch'),
@@ -71,9 +81,27 @@ CREATE TEMP TABLE api_names AS
                    ORDER BY c.priority LIMIT 1), 'other') AS category
   FROM strings n WHERE n.id IN (SELECT DISTINCT nameId FROM src_runtime);
 
--- CUDA runtime and driver API calls (one table in the export, told apart by eventClass).
--- eventClass 67 rows are --cudabacktrace duplicates of calls already present: dropped.
--- Rows with start = 0, no end or end < start are not real calls (lost timestamps): dropped.
+-- One row per CUDA runtime or driver API call (one table in the export, told apart by
+-- eventClass). --cudabacktrace duplicates (eventClass 67) and rows with lost timestamps
+-- (start 0, no end, end before start) are dropped.
+-- sources: CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column pid: OS process id of the calling thread
+-- @column tid: OS thread id of the calling thread
+-- @column global_tid: nsys's serialized globalTid (pid in bits 24-47, tid in bits 0-23): the key
+-- to other per-thread tables
+-- @column global_pid: nsys's globalPid of the process (global_tid with the thread bits cleared),
+-- as GPU operations carry it
+-- @column correlation_id: CUPTI correlation id, unique within a process: links the call to the GPU
+-- operation it launched (correlation_id of kernels, memcpys, memsets, graph_launches, syncs)
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: API name as recorded, version suffix included (cudaLaunchKernel_v7000)
+-- @column api: name without its version suffix (api_base_name)
+-- @column category: what the call does, from api_categories ('other' when no pattern matches)
+-- @column layer: runtime, driver, egl, cudnn, cublas, graph-node or other, from event_class
+-- @column event_class: nsys's eventClass of the row (0 runtime, 1 driver, ...)
+-- @column return_value: the call's return code (0: success)
 CREATE TABLE api_calls AS
 SELECT nsys_pid(r.globalTid) AS pid, nsys_tid(r.globalTid) AS tid, r.globalTid AS global_tid,
        r.globalTid & -16777216 AS global_pid,
@@ -102,6 +130,39 @@ WITH picked AS (
 SELECT p.global_pid, p.correlation_id, p.tid, i.api, p.start_ns, p.end_ns
 FROM picked p LEFT JOIN api_ids i USING (api_id);
 
+-- One row per kernel execution on a GPU, with the API call that launched it (matched on
+-- global_pid and correlation_id; the runtime call where a runtime and a driver call share the
+-- id). Rows with lost timestamps or no device are dropped.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process (api_calls.global_pid)
+-- @column device_id: CUDA device ordinal (devices.device_id)
+-- @column context_id: CUDA context id
+-- @column stream_id: CUDA stream id
+-- @column correlation_id: CUPTI correlation id of the launch call (api_calls.correlation_id, within
+-- global_pid)
+-- @column start_ns: start on the GPU, session clock, ns
+-- @column end_ns: end on the GPU, session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: demangled kernel name, else the short name, else '[unnamed kernel]'
+-- @column short_name: kernel function name without parameters, else the demangled name
+-- @column grid_x: grid size in blocks along x, count
+-- @column grid_y: grid size in blocks along y, count
+-- @column grid_z: grid size in blocks along z, count
+-- @column block_x: block size in threads along x, count
+-- @column block_y: block size in threads along y, count
+-- @column block_z: block size in threads along z, count
+-- @column grid_size: blocks in the grid (grid_x * grid_y * grid_z), count
+-- @column block_size: threads per block (block_x * block_y * block_z), count
+-- @column registers_per_thread: registers per thread, count
+-- @column static_shared_bytes: static shared memory per block, bytes
+-- @column dynamic_shared_bytes: dynamic shared memory per block, bytes
+-- @column graph_node_id: CUDA graph node the kernel ran as, NULL outside graphs
+-- @column graph_id: CUDA graph id, NULL outside graphs
+-- @column launch_tid: OS thread id of the launch call, NULL when no launch call matched
+-- @column launch_api: launch call's API name without version suffix (api_calls.api)
+-- @column launch_start_ns: launch call's start on the session clock, ns
+-- @column launch_end_ns: launch call's end on the session clock, ns
 CREATE TABLE kernels AS
 SELECT nsys_pid(k.globalPid) AS pid, k.globalPid AS global_pid, k.deviceId AS device_id,
        k.contextId AS context_id, k.streamId AS stream_id, k.correlationId AS correlation_id,
@@ -124,6 +185,33 @@ LEFT JOIN strings sn ON sn.id = k.shortName
 -- a GPU operation without a device (NULL deviceId: no nsys writes it) cannot be placed: dropped
 WHERE k.start > 0 AND k."end" >= k.start AND k.deviceId IS NOT NULL;
 
+-- One row per memory copy on a GPU, with the API call that issued it (as for kernels). Rows
+-- with lost timestamps or no device are dropped.
+-- sources: CUPTI_ACTIVITY_KIND_MEMCPY
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process (api_calls.global_pid)
+-- @column device_id: CUDA device ordinal that ran the copy (devices.device_id)
+-- @column context_id: CUDA context id
+-- @column stream_id: CUDA stream id
+-- @column correlation_id: CUPTI correlation id of the issuing call (api_calls.correlation_id)
+-- @column start_ns: start on the GPU, session clock, ns
+-- @column end_ns: end on the GPU, session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column bytes: bytes copied
+-- @column copy_kind_id: nsys's copyKind enum value
+-- @column kind: copyKind's label (Host-to-Device, Device-to-Host, Device-to-Device, Peer-to-Peer, ...)
+-- @column src_kind: memory kind of the source (Pageable, Pinned, Device, Managed, ...)
+-- @column dst_kind: memory kind of the destination, labels as src_kind
+-- @column host_memory: the host side's memory when one side is host memory: pageable, pinned or
+-- managed; NULL when neither side is
+-- @column src_device_id: CUDA device ordinal of the source, where the export has it
+-- @column dst_device_id: CUDA device ordinal of the destination, where the export has it
+-- @column graph_node_id: CUDA graph node the copy ran as, NULL outside graphs
+-- @column launch_tid: OS thread id of the issuing call, NULL when none matched
+-- @column launch_api: issuing call's API name without version suffix
+-- @column launch_start_ns: issuing call's start on the session clock, ns
+-- @column launch_end_ns: issuing call's end on the session clock, ns (at or after end_ns: the call
+-- waited for the copy)
 CREATE TABLE memcpys AS
 SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS device_id,
        m.contextId AS context_id, m.streamId AS stream_id, m.correlationId AS correlation_id,
@@ -143,6 +231,25 @@ LEFT JOIN mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN mem_kind dk ON dk.id = m.dstKind
 WHERE m.start > 0 AND m."end" >= m.start AND m.deviceId IS NOT NULL;
 
+-- One row per memset on a GPU, with the API call that issued it (as for kernels). Rows with
+-- lost timestamps or no device are dropped.
+-- sources: CUPTI_ACTIVITY_KIND_MEMSET
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process (api_calls.global_pid)
+-- @column device_id: CUDA device ordinal (devices.device_id)
+-- @column context_id: CUDA context id
+-- @column stream_id: CUDA stream id
+-- @column correlation_id: CUPTI correlation id of the issuing call (api_calls.correlation_id)
+-- @column start_ns: start on the GPU, session clock, ns
+-- @column end_ns: end on the GPU, session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column bytes: bytes set
+-- @column mem_kind: memory kind set (Device, Pinned, Managed, ...)
+-- @column graph_node_id: CUDA graph node the memset ran as, NULL outside graphs
+-- @column launch_tid: OS thread id of the issuing call, NULL when none matched
+-- @column launch_api: issuing call's API name without version suffix
+-- @column launch_start_ns: issuing call's start on the session clock, ns
+-- @column launch_end_ns: issuing call's end on the session clock, ns
 CREATE TABLE memsets AS
 SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS device_id,
        m.contextId AS context_id, m.streamId AS stream_id, m.correlationId AS correlation_id,
@@ -154,7 +261,24 @@ LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.corr
 LEFT JOIN mem_kind mk ON mk.id = m.memKind
 WHERE m.start > 0 AND m."end" >= m.start AND m.deviceId IS NOT NULL;
 
--- Whole CUDA graph replays, present when graphs were traced at graph level.
+-- One row per whole CUDA graph replay on a GPU, present when graphs were traced at graph
+-- level (--cuda-graph-trace=graph), with the API call that launched it.
+-- sources: CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process (api_calls.global_pid)
+-- @column device_id: CUDA device ordinal (devices.device_id)
+-- @column context_id: CUDA context id
+-- @column stream_id: CUDA stream id
+-- @column correlation_id: CUPTI correlation id of the launch call (api_calls.correlation_id)
+-- @column start_ns: start of the replay on the GPU, session clock, ns
+-- @column end_ns: end of the replay on the GPU, session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column graph_id: CUDA graph id
+-- @column graph_exec_id: id of the executable graph instance replayed
+-- @column launch_tid: OS thread id of the launch call, NULL when none matched
+-- @column launch_api: launch call's API name without version suffix
+-- @column launch_start_ns: launch call's start on the session clock, ns
+-- @column launch_end_ns: launch call's end on the session clock, ns
 CREATE TABLE graph_launches AS
 SELECT nsys_pid(g.globalPid) AS pid, g.globalPid AS global_pid, g.deviceId AS device_id,
        g.contextId AS context_id, g.streamId AS stream_id, g.correlationId AS correlation_id,
@@ -169,7 +293,20 @@ WHERE g.start > 0 AND g."end" >= g.start AND g.deviceId IS NOT NULL;
 DROP TABLE launches;
 DROP TABLE api_ids;
 
--- CPU-side blocking intervals of the CUDA driver (not GPU work).
+-- One row per CUDA synchronization: the interval a host thread blocked in the driver waiting
+-- for the GPU (not GPU work), with the sync API call of the same correlation id.
+-- sources: CUPTI_ACTIVITY_KIND_SYNCHRONIZATION
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process (api_calls.global_pid)
+-- @column device_id: CUDA device ordinal waited on, where recorded
+-- @column stream_id: CUDA stream id waited on, where recorded
+-- @column correlation_id: CUPTI correlation id of the sync call (api_calls.correlation_id)
+-- @column start_ns: start of the wait on the session clock, ns
+-- @column end_ns: end of the wait on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column sync_type: event, stream-wait-event, stream, context or unknown
+-- @column tid: OS thread id of the sync API call, NULL when none matched
+-- @column api: sync API call's name without version suffix, NULL when none matched
 CREATE TABLE syncs AS
 SELECT nsys_pid(s.globalPid) AS pid, s.globalPid AS global_pid, s.deviceId AS device_id,
        s.streamId AS stream_id, s.correlationId AS correlation_id,
@@ -183,7 +320,21 @@ LEFT JOIN (SELECT global_pid, correlation_id, arg_min(tid, event_class) AS tid, 
   ON a.global_pid = s.globalPid AND a.correlation_id = s.correlationId
 WHERE s.start > 0 AND s."end" >= s.start;
 
--- Every GPU operation, one row each: the basis of busy time.
+-- One row per GPU operation (kernel, memcpy, memset, graph replay): the basis of busy time.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process
+-- @column device_id: CUDA device ordinal
+-- @column stream_id: CUDA stream id
+-- @column kind: kernel, memcpy, memset or graph
+-- @column start_ns: start on the GPU, session clock, ns
+-- @column end_ns: end on the GPU, session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column correlation_id: CUPTI correlation id of the launch call
+-- @column name: kernel name, the copy kind for a memcpy, '[memset]' or '[CUDA graph]'
+-- @column launch_api: launch call's API name without version suffix, NULL when none matched
+-- @column launch_tid: OS thread id of the launch call, NULL when none matched
+-- @column launch_start_ns: launch call's start on the session clock, ns
 CREATE VIEW gpu_activity AS
 SELECT pid, global_pid, device_id, stream_id, 'kernel' AS kind, start_ns, end_ns, duration_ns, correlation_id,
        name, launch_api, launch_tid, launch_start_ns FROM kernels
@@ -209,6 +360,16 @@ SELECT * FROM (
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
 WHERE prev_end IS NULL OR start_ns > prev_end;
 
+-- One row per busy interval of a (device, process): the union of its GPU operations, so
+-- overlapping operations (several streams) count once. Built in one sort over gpu_activity:
+-- a row opens an interval when it starts after every earlier one has ended.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column start_ns: start of the interval on the session clock, ns
+-- @column end_ns: end of the interval on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column ops: GPU operations in the interval, count
 CREATE TABLE gpu_busy AS
 WITH last AS (
   SELECT device_id, pid, max(end_ns) AS last_end, count(*) AS n FROM gpu_activity GROUP BY ALL),
@@ -220,6 +381,13 @@ spans AS (
   WINDOW w AS (PARTITION BY o.device_id, o.pid ORDER BY o.start_ns))
 SELECT device_id, pid, start_ns, end_ns, end_ns - start_ns AS duration_ns, ops FROM spans;
 
+-- One row per busy interval of a device over all its processes: the union of gpu_busy's
+-- intervals per device.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column start_ns: start of the interval on the session clock, ns
+-- @column end_ns: end of the interval on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
 CREATE TABLE device_busy AS
 WITH openers AS (
   SELECT * FROM (
@@ -234,8 +402,20 @@ spans AS (
   FROM openers o JOIN last l ON l.device_id IS NOT DISTINCT FROM o.device_id)
 SELECT device_id, start_ns, end_ns, end_ns - start_ns AS duration_ns FROM spans;
 
--- NVTX ranges (push/pop and start/end, also their NVTXT twins). Unended ranges end at the
--- last NVTX timestamp, as nsys does. Domains are matched on (domainId, process).
+-- One row per NVTX range (push/pop and start/end, also their NVTXT twins). Unended ranges end
+-- at the last NVTX timestamp, as nsys does. Domains are matched on (domainId, process).
+-- sources: NVTX_EVENTS
+-- @column pid: OS process id
+-- @column tid: OS thread id that opened the range
+-- @column global_tid: nsys's serialized globalTid of that thread
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns (the last NVTX timestamp when never ended)
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: the range's message, '' when it has none
+-- @column domain: name of its NVTX domain, NULL for the default domain
+-- @column style: push_pop (a thread's stack) or start_end (may cross threads and overlap)
+-- @column end_tid: OS thread id that ended it, NULL where not recorded
+-- @column same_thread: true when ended on the thread that opened it (or no end thread recorded)
 CREATE TABLE nvtx_ranges AS
 WITH last_ts AS (SELECT greatest(max(start), max("end")) AS ts FROM src_nvtx),
 domains AS (
@@ -254,13 +434,31 @@ LEFT JOIN strings s ON s.id = n.textId
 LEFT JOIN domains d ON d.domainId = n.domainId AND d.proc = (n.globalTid & 281474959933440) AND n.domainId <> 0
 WHERE n.eventType IN (59, 60, 70, 71) AND coalesce(n."end", last_ts.ts) >= n.start;
 
+-- One row per traced OS runtime call (pthread, poll, read, sleep ...; --trace=osrt). Rows with
+-- lost timestamps are dropped.
+-- sources: OSRT_API
+-- @column pid: OS process id
+-- @column tid: OS thread id of the calling thread
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: the function called (pthread_cond_wait, poll, ...)
 CREATE TABLE osrt_calls AS
 SELECT nsys_pid(o.globalTid) AS pid, nsys_tid(o.globalTid) AS tid, o.start AS start_ns, o."end" AS end_ns,
        o."end" - o.start AS duration_ns, s.value AS name
 FROM src_osrt o LEFT JOIN strings s ON s.id = o.nameId
 WHERE o.start > 0 AND o."end" >= o.start;
 
--- Device memory allocations and frees (--cuda-memory-usage=true).
+-- One row per device memory allocation or free (--cuda-memory-usage=true).
+-- sources: CUDA_GPU_MEMORY_USAGE_EVENTS
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal
+-- @column ts_ns: time of the event on the session clock, ns
+-- @column address: device address of the block
+-- @column bytes: size of the block, bytes
+-- @column mem_kind: memory kind (Device, Pinned, Managed, ...)
+-- @column operation: alloc, free or other
+-- @column correlation_id: CUPTI correlation id of the API call that made it
 CREATE TABLE memory_events AS
 SELECT nsys_pid(e.globalPid) AS pid, e.deviceId AS device_id, e.start AS ts_ns, e.address,
        e.bytes, coalesce(mk.label, 'Unknown') AS mem_kind,
@@ -268,8 +466,22 @@ SELECT nsys_pid(e.globalPid) AS pid, e.deviceId AS device_id, e.start AS ts_ns, 
        e.correlationId AS correlation_id
 FROM src_memusage e LEFT JOIN mem_kind mk ON mk.id = e.memKind;
 
--- GPUs, keyed by the CUDA ordinal that GPU rows carry as deviceId. TARGET_INFO_GPU.id is not
--- always that ordinal (nsys-schema.md 1.2): map through TARGET_INFO_CUDA_DEVICE, then cuDevice.
+-- One row per GPU, keyed by the CUDA ordinal that GPU rows carry as deviceId. TARGET_INFO_GPU.id
+-- is not always that ordinal (nsys-schema.md 1.2): mapped through TARGET_INFO_CUDA_DEVICE, then
+-- cuDevice. GPUs seen only in GPU activity get a row with NULL properties.
+-- sources: TARGET_INFO_GPU, TARGET_INFO_CUDA_GPU, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET
+-- @column device_id: CUDA device ordinal (device_id of the GPU tables)
+-- @column name: product name (NVIDIA H200, ...)
+-- @column chip: chip name (GH100, ...)
+-- @column bus_location: PCI bus location
+-- @column sm_count: streaming multiprocessors, count
+-- @column memory_bytes: device memory, bytes
+-- @column memory_bandwidth_bytes_per_s: device memory bandwidth, bytes per second
+-- @column clock_hz: GPU clock rate, Hz
+-- @column compute_major: compute capability, major
+-- @column compute_minor: compute capability, minor
+-- @column uuid: GPU UUID
+-- @column has_activity: true when some GPU operation of the trace ran on it
 CREATE TABLE devices AS
 WITH info AS (
   SELECT coalesce((SELECT min(cudaId) FROM src_cuda_device c WHERE c.gpuId = g.id), g.cuDevice, g.id, g.deviceId) AS device_id,
@@ -289,6 +501,11 @@ SELECT coalesce(b.device_id, s.device_id) AS device_id, b.* EXCLUDE (device_id),
        s.device_id IS NOT NULL AS has_activity
 FROM best b FULL OUTER JOIN seen s ON s.device_id = b.device_id;
 
+-- One row per process with API calls, GPU work or NVTX ranges, named from the export's
+-- process list.
+-- sources: always
+-- @column pid: OS process id
+-- @column name: process name, NULL when the export does not list it
 CREATE TABLE processes AS
 WITH active AS (
   SELECT DISTINCT pid FROM api_calls UNION SELECT DISTINCT pid FROM gpu_activity
@@ -296,11 +513,21 @@ WITH active AS (
 SELECT a.pid, (SELECT any_value(p.name) FROM src_processes p WHERE p.pid = a.pid) AS name
 FROM active a;
 
+-- One row per named thread (the highest-priority name nsys recorded for it).
+-- sources: ThreadNames
+-- @column pid: OS process id
+-- @column tid: OS thread id
+-- @column name: thread name
 CREATE TABLE threads AS
 SELECT nsys_pid(t.globalTid) AS pid, nsys_tid(t.globalTid) AS tid, arg_max(s.value, t.priority) AS name
 FROM src_threads t LEFT JOIN strings s ON s.id = t.nameId GROUP BY ALL;
 
--- The trace window: earliest start to latest end over GPU work, API calls and NVTX ranges.
+-- One row: the trace window, earliest start to latest end over GPU work, API calls and NVTX
+-- ranges (NULLs when the trace has none).
+-- sources: always
+-- @column start_ns: earliest start on the session clock, ns
+-- @column end_ns: latest end on the session clock, ns
+-- @column span_ns: end_ns - start_ns, ns
 CREATE TABLE trace_window AS
 WITH spans AS (
   SELECT min(start_ns) AS s, max(end_ns) AS e FROM gpu_activity
@@ -308,9 +535,21 @@ WITH spans AS (
   UNION ALL SELECT min(start_ns), max(end_ns) FROM nvtx_ranges)
 SELECT min(s) AS start_ns, max(e) AS end_ns, max(e) - min(s) AS span_ns FROM spans;
 
--- META_DATA_EXPORT (2023.3+) replaced EXPORT_META_DATA; should a file hold both, the newer wins.
+-- One row per export metadata entry (nsys version, export time, ...). META_DATA_EXPORT
+-- (2023.3+) replaced EXPORT_META_DATA; should a file hold both, the newer wins.
+-- sources: META_DATA_EXPORT, EXPORT_META_DATA
+-- @column name: entry name
+-- @column value: entry value, as text
 CREATE TABLE export_meta AS
 SELECT name, value FROM src_meta_export
 UNION ALL SELECT name, value FROM src_export_meta WHERE NOT EXISTS (SELECT 1 FROM src_meta_export);
+-- One row per capture metadata entry (META_DATA_CAPTURE).
+-- sources: META_DATA_CAPTURE
+-- @column name: entry name
+-- @column value: entry value, as text
 CREATE TABLE capture_meta AS SELECT name, value FROM src_capture;
+-- One row per entry of the target system's environment (TARGET_INFO_SYSTEM_ENV).
+-- sources: TARGET_INFO_SYSTEM_ENV
+-- @column name: entry name
+-- @column value: entry value, as text
 CREATE TABLE system_env AS SELECT name, value FROM src_sysenv;

@@ -3,9 +3,12 @@
 -- data in small tables below (step_patterns, phase_settings): to change them, edit the INSERTs
 -- here (the cache key hashes this file, so every export is re-ingested with the new values).
 
--- Names of NVTX ranges that mark one training/iteration step (ILIKE, case-insensitive).
--- Lower priority wins when a process has several kinds. Suffix patterns such as '%step' are
--- left out on purpose: PyTorch's "Optimizer.step#Adam.step" is a phase inside a step.
+-- One row per NVTX range name pattern that marks one training/iteration step (ILIKE,
+-- case-insensitive). Lower priority wins when a process has several kinds. Suffix patterns such
+-- as '%step' are left out on purpose: PyTorch's "Optimizer.step#Adam.step" is a phase inside a step.
+-- sources: always
+-- @column priority: preference, lowest first
+-- @column pattern: ILIKE pattern on the range name
 CREATE TABLE step_patterns(priority INTEGER, pattern VARCHAR);
 INSERT INTO step_patterns VALUES
   (1, 'ProfilerStep#%'),
@@ -16,12 +19,17 @@ INSERT INTO step_patterns VALUES
   (4, 'iter'), (4, 'iter %'), (4, 'iter_%'), (4, 'iter#%'), (4, 'iter:%'),
   (5, 'batch'), (5, 'batch %'), (5, 'batch_%'), (5, 'batch#%'), (5, 'batch:%');
 
+-- One row per knob of the phase and gap detection (ingest SQL takes no parameters; edit the
+-- INSERT to change one: the cache key hashes this file).
 -- min_steps: fewest repetitions that make a loop (fewer is set-up code, not a loop).
 -- min_period_ns: shortest step a marker kernel or sync may define (faster repeats are
---   kernels inside one step, not steps). max_period_cv: how regular a marker's period must be
---   (standard deviation over mean of the intervals between its occurrences).
+-- kernels inside one step, not steps). max_period_cv: how regular a marker's period must be
+-- (standard deviation over mean of the intervals between its occurrences).
 -- min_gap_ns (22_idle_gaps.sql): idle gaps shorter than this are the GPU's own dispatch latency
---   between queued operations even in a healthy loop (about 1-3 us), so they get no cause.
+-- between queued operations even in a healthy loop (about 1-3 us), so they get no cause.
+-- sources: always
+-- @column name: setting name
+-- @column value: setting value (count, ns or ratio, as its name says)
 CREATE TABLE phase_settings(name VARCHAR, value DOUBLE);
 INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), ('max_period_cv', 0.5),
   ('min_gap_ns', 5000);
@@ -52,6 +60,25 @@ CREATE TABLE nvtx_stack_points AS
 SELECT global_tid, ts, arg_max(open_after, seq) AS open_after, max(seq) AS last_seq
 FROM nvtx_stack_events GROUP BY global_tid, ts;
 
+-- One row per NVTX range with its place in its thread's push/pop stack, found by one sort of
+-- push/pop events (linear, no interval join). At equal timestamps ends sort before starts,
+-- outer starts before inner ones. Start/end ranges, and push/pop ranges ended on another
+-- thread, get no depth or parent.
+-- sources: NVTX_EVENTS
+-- @column range_id: unique id of the range (numbered by thread, then start)
+-- @column pid: OS process id
+-- @column tid: OS thread id that opened the range
+-- @column global_tid: nsys's serialized globalTid of that thread
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: the range's message, '' when it has none
+-- @column domain: NVTX domain name, NULL for the default domain
+-- @column style: push_pop or start_end
+-- @column depth: stack depth, 0 for a top-level range; NULL when not on a stack
+-- @column parent_id: range_id of the enclosing range on the same thread, NULL at top level
+-- @column start_seq: position of the range's start among its thread's push/pop events (the
+-- ASOF key that finds the innermost open range at a time)
 CREATE TABLE nvtx_tree AS
 WITH starts AS (SELECT global_tid, range_id, seq, open_after - 1 AS depth FROM nvtx_stack_events WHERE delta = 1),
 parented AS (
@@ -144,8 +171,19 @@ SELECT m.pid, m.tid, m.marker AS name, m.start_ns,
        coalesce(lead(m.start_ns) OVER (PARTITION BY m.pid ORDER BY m.start_ns), m.end_ns) AS end_ns
 FROM markers m JOIN best b ON b.pid = m.pid AND b.marker = m.marker AND b.choice = 1;
 
--- One row per step per process. Named ranges are the step; a sequence step runs from its
--- leader's start to the next leader's start (the last one to the end of its last range).
+-- One row per training step per process, found in order of preference: NVTX ranges named as
+-- step_patterns says; else a repeating sequence of push/pop ranges, a step running from its
+-- leader's start to the next leader's start; else the regular recurrence of a marker kernel
+-- (GPU start times) or sync call (host start times), one occurrence per step.
+-- sources: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column pid: OS process id
+-- @column tid: OS thread id of the step's range or marker call (launching thread for a kernel)
+-- @column step: step number within the process in start order, from 1
+-- @column name: range name, or the marker: 'kernel <name>' or the sync call's API name
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column source: nvtx (named or sequence ranges) or repeated (a marker kernel or sync)
 CREATE TABLE steps AS
 WITH all_steps AS (
   SELECT pid, tid, name, start_ns, end_ns, 'nvtx' AS source FROM named_steps
@@ -159,11 +197,24 @@ SELECT pid, tid, row_number() OVER (PARTITION BY pid ORDER BY start_ns, end_ns) 
        start_ns, end_ns, end_ns - start_ns AS duration_ns, source
 FROM all_steps;
 
--- The steady-state window per process: from the second step's start (the first step pays for
--- lazy module loading, cuDNN/cuBLAS heuristics, allocator warm-up) to the end of the last
--- step, or later while GPU work launched in the steps still runs (asynchronous queues).
--- Without two steps: after the module loading that precedes the second half of the
--- process's GPU work ('after-module-loading'), else its whole GPU activity ('gpu-activity').
+-- One row per process with two steps or GPU work: its steady-state window, from the second
+-- step's start (the first step pays for lazy module loading, cuDNN/cuBLAS heuristics, allocator
+-- warm-up) to the end of the last step, or later while GPU work launched in the steps still
+-- runs. Without two steps: after the module loading that precedes the second half of the
+-- process's GPU work, else its whole GPU activity.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, NVTX_EVENTS
+-- @column pid: OS process id
+-- @column start_ns: window start on the session clock, ns
+-- @column end_ns: window end on the session clock, ns
+-- @column startup_ns: start_ns - process_start_ns: the start-up left out, ns
+-- @column method: how the window was found: steps, after-module-loading or gpu-activity
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column process_start_ns: the process's first API call, GPU operation or NVTX range, ns
+-- @column steps: steps in the window (all but the first), count; NULL without steps
+-- @column first_step_ns: duration of step 1, ns; NULL without steps
+-- @column module_load_ns: time in module-loading API calls started before the window, ns
+-- @column module_load_calls: module-loading API calls started before the window, count
+-- @column context_ns: time in context API calls (cuInit, cuCtx*, ...) started before the window, ns
 CREATE TABLE steady_state AS
 WITH activity AS (
   SELECT pid, min(start_ns) AS first_ns, max(end_ns) AS last_ns FROM (
@@ -218,8 +269,12 @@ DROP TABLE step_names;
 DROP TABLE nvtx_stack_events;
 DROP TABLE nvtx_numbered;
 
--- Each (process, device)'s GPU busy time inside the process's steady-state window: the
--- denominator of the steady-state shares that several rules report.
+-- One row per (process, device): its GPU busy time inside the process's steady-state window,
+-- the denominator of the steady-state shares that several rules report.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal
+-- @column busy_ns: busy time (gpu_busy) inside steady_state's window, ns
 CREATE TABLE steady_busy AS
 SELECT b.pid, b.device_id, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns))::BIGINT AS busy_ns
 FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
@@ -228,5 +283,8 @@ GROUP BY b.pid, b.device_id;
 
 -- One row per distinct kernel name. Rules match name patterns here, once per name, and join
 -- back on the name: a regular expression on every kernel row costs seconds at 1e7 kernels.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column name: kernel name (kernels.name)
+-- @column instances: kernels of that name, count
 CREATE TABLE kernel_names AS
 SELECT name, count(*) AS instances FROM kernels GROUP BY name;

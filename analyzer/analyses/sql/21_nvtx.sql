@@ -41,16 +41,32 @@ SELECT anc_id AS range_id, sum(ops)::BIGINT AS ops, sum(kernels)::BIGINT AS kern
        min(gpu_start_ns) AS gpu_start_ns, max(gpu_end_ns) AS gpu_end_ns
 FROM up GROUP BY anc_id;
 
--- Where GPU work comes from, in the program's words: per (process, device, innermost launching
--- range name, operation kind and name), the steady-state operations and their GPU time.
+-- Where GPU work comes from, in the program's words: one row per (process, device, innermost
+-- launching range name, operation kind and name), with the steady-state operations (started
+-- inside the process's steady_state window) and their GPU time. The launching range is the
+-- innermost push/pop range open on the launching thread at the launch call's start.
+-- sources: NVTX_EVENTS
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal
+-- @column range_name: name of the innermost NVTX range open at the launch
+-- @column kind: kernel, memcpy, memset or graph (gpu_activity.kind)
+-- @column name: operation name (gpu_activity.name)
+-- @column ops: operations, count
+-- @column gpu_ns: their summed GPU durations, ns
 CREATE TABLE nvtx_op_time AS
 SELECT r.pid, r.device_id, t.name AS range_name, r.kind, r.name, count(*) AS ops, sum(r.duration_ns)::BIGINT AS gpu_ns
 FROM gpu_op_ranges r JOIN nvtx_tree t USING (range_id) JOIN steady_state s ON s.pid = r.pid
 WHERE r.start_ns >= s.start_ns AND r.start_ns < s.end_ns
 GROUP BY ALL;
 
--- Busy time of each (device, process) up to any instant, as a prefix sum over its disjoint busy
--- intervals: busy time in [a, b] = busy_before(b) - busy_before(a), found by ASOF joins.
+-- One row per gpu_busy interval with the busy time of its (device, process) before it: a
+-- prefix sum, so busy time in [a, b] = busy_before(b) - busy_before(a), found by ASOF joins.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column start_ns: start of the busy interval on the session clock, ns
+-- @column end_ns: end of the busy interval on the session clock, ns
+-- @column busy_before_ns: busy time of the (device, process) before start_ns, ns
 CREATE TABLE gpu_busy_cum AS
 SELECT device_id, pid, start_ns, end_ns,
        -- inclusive running sums stream; the exclusive frame (... AND 1 PRECEDING) does not
@@ -59,7 +75,34 @@ SELECT device_id, pid, start_ns, end_ns,
 FROM gpu_busy;
 
 -- One row per NVTX range instance: its place in the stack, the GPU work launched from it
--- (inclusive of nested ranges), and the busy time of its process's GPUs during its wall time.
+-- (inclusive of nested ranges, as nsys's nvtx_gpu_proj_sum counts; work is attributed to
+-- push/pop ranges only), and the busy time of its process's GPUs during its wall time.
+-- sources: NVTX_EVENTS
+-- @column range_id: the range (nvtx_tree.range_id)
+-- @column pid: OS process id
+-- @column tid: OS thread id that opened the range
+-- @column name: the range's message
+-- @column style: push_pop or start_end
+-- @column domain: NVTX domain name, NULL for the default domain
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column depth: stack depth, 0 at top level; NULL when not on a stack
+-- @column parent_id: range_id of the enclosing range, NULL at top level
+-- @column children: directly nested ranges, count
+-- @column ops: GPU operations launched inside it or its nested ranges, count
+-- @column kernels: of those, kernels, count
+-- @column memcpys: of those, memcpys, count
+-- @column memsets: of those, memsets, count
+-- @column graphs: of those, graph replays, count
+-- @column gpu_ns: summed GPU durations of those operations, ns
+-- @column gpu_start_ns: earliest start of those operations, ns; NULL without any
+-- @column gpu_end_ns: latest end of those operations, ns; NULL without any
+-- @column gpu_proj_ns: gpu_end_ns - gpu_start_ns, the range projected onto the GPU, ns (0 without
+-- operations)
+-- @column busy_during_ns: GPU busy time of the process on its devices during the range's wall
+-- time, summed over devices, ns
+-- @column devices: devices the process has GPU work on, count
 CREATE TABLE nvtx_range_stats AS
 WITH devs AS (SELECT DISTINCT pid, device_id FROM gpu_busy),
 edges AS (

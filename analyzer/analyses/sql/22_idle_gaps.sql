@@ -2,9 +2,18 @@
 -- ended it (the one launching the next GPU operation) was doing meanwhile. Linear: per-thread
 -- host states found with ASOF joins at the gaps' edges, the overlaps summed per gap.
 
--- Host calls that blocked the thread until the GPU caught up: synchronizations, and copy calls
--- between host and device that returned only after their copy finished on the GPU
--- (cudaMemcpy, or cudaMemcpyAsync from/to pageable memory: the `.item()` pattern).
+-- One row per host call that blocked its thread until the GPU caught up: synchronizations
+-- (but not stream-wait-event, which does not block the host), and copy calls between host and
+-- device that returned only after their copy finished on the GPU (cudaMemcpy, or
+-- cudaMemcpyAsync from/to pageable memory: the `.item()` pattern).
+-- sources: CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column pid: OS process id
+-- @column tid: OS thread id of the call
+-- @column start_ns: call start on the session clock, ns
+-- @column end_ns: call end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column api: API name without version suffix
+-- @column kind: sync, or 'copy ' and the copy kind (copy Device-to-Host, ...)
 CREATE TABLE blocking_calls AS
 SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync' AS kind
 FROM api_calls WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
@@ -124,6 +133,40 @@ LEFT JOIN host_states h ON h.k = p.top_k
 LEFT JOIN host_state_names sn ON sn.code = h.code
 LEFT JOIN host_call_names cn ON cn.name_rank = h.name_rank;
 
+-- One row per GPU idle gap of a (device, process) of at least min_gap_ns (phase_settings):
+-- between two gpu_busy intervals, with what the host thread that ended it (the one launching
+-- the next GPU operation) was doing meanwhile. Per-thread host states (CUDA API and OS calls,
+-- the outermost winning where they nest) are found with ASOF joins at the gap's edges and
+-- their overlaps with the gap summed (linear).
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column tid: OS thread id that launched the operation ending the gap (else the thread that
+-- launches most of the process's GPU work)
+-- @column start_ns: gap start (end of the busy interval before it) on the session clock, ns
+-- @column end_ns: gap end (start of the next GPU operation) on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column in_steady_state: true when the gap lies inside the process's steady_state window
+-- @column step: the step (steps.step) the gap starts in, NULL outside steps
+-- @column cause: the thread's state that took most of the gap (allocation, copy, cuda-api, launch,
+-- module-loading, os-call, sync) when it took more than untraced host time (host_ns); else nvtx
+-- when inside an NVTX range, else untraced
+-- @column detail: the call of that state (API or OS function name), the NVTX range for nvtx,
+-- NULL for untraced
+-- @column nvtx_range: innermost push/pop range open on the thread at the gap's middle, NULL if none
+-- @column sync_ns: time of the thread in sync calls inside the gap, ns
+-- @column copy_ns: time in memcpy and memset calls inside the gap, ns
+-- @column launch_ns: time in launch calls inside the gap, ns
+-- @column allocation_ns: time in alloc and free calls inside the gap, ns
+-- @column module_ns: time in module-loading and context calls inside the gap, ns
+-- @column api_ns: time in other CUDA API calls inside the gap, ns
+-- @column osrt_ns: time in OS runtime calls inside the gap, ns
+-- @column host_ns: the rest of the gap, in no traced call (host code), ns
+-- @column after_blocking_api: API of the thread's last blocking call (blocking_calls) ended at or
+-- before the gap's end, when it ended at or after the gap's start; else NULL
+-- @column after_blocking_kind: that call's kind (blocking_calls.kind), else NULL
+-- @column blocking_end_ns: that call's end on the session clock, ns; else NULL
+-- @column blocking_wait_ns: that call's duration, ns; else NULL
 CREATE TABLE idle_gaps AS
 -- the lookups run as one chain of ASOF joins on the gap rows (each sorts them once), with no
 -- join back on gap_id for each
@@ -161,8 +204,19 @@ SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        CASE WHEN c.after_blocking THEN c.blocking_wait_ns END AS blocking_wait_ns
 FROM classed c LEFT JOIN steady_state ss ON ss.pid = c.pid;
 
--- Per (device, process, cause, detail) over the steady state: the time that removing the cause
--- would give back to the GPU (gaps of at least min_gap_ns).
+-- One row per (device, process, cause, detail) over the steady state: the idle time that
+-- removing the cause would give back to the GPU (gaps of at least min_gap_ns).
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column cause: idle_gaps.cause
+-- @column detail: idle_gaps.detail
+-- @column gaps: steady-state gaps, count
+-- @column idle_ns: their summed duration, ns
+-- @column median_gap_ns: their median duration, ns
+-- @column max_gap_ns: the longest one, ns
+-- @column after_blocking_gaps: of them, gaps that follow a blocking call, count
+-- @column window_ns: length of the process's steady-state window, ns
 CREATE TABLE idle_gap_causes AS
 SELECT g.device_id, g.pid, g.cause, g.detail, count(*) AS gaps, sum(g.duration_ns) AS idle_ns,
        median(g.duration_ns) AS median_gap_ns, max(g.duration_ns) AS max_gap_ns,

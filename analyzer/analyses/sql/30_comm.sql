@@ -6,12 +6,17 @@
 -- dangle (derived time windows) are counted in full. The launch row is used only to find
 -- kernels launched from inside NCCL's own NVTX ranges.
 
--- Collective names as NCCL spells them in kernel names (ncclDevKernel_AllReduce_Sum_f32_RING_LL,
--- ncclKernel_AllGather_RING_LL_Sum_int8_t, ncclAllReduceRingLLKernel_sum_f32,
--- ncclSymkDevKernel_ReduceScatter_LD_sum_bf16) and in its NVTX ranges (ncclAllReduce, ncclSend).
--- Matched case-insensitively, lowest priority first, so longer names win over their parts.
--- synchronizing: every rank of the communicator takes part, so the k-th instance on each rank
--- is the same operation and arrival times can be compared (point-to-point is not).
+-- One row per collective name token as NCCL spells it in kernel names
+-- (ncclDevKernel_AllReduce_Sum_f32_RING_LL, ncclKernel_AllGather_RING_LL_Sum_int8_t,
+-- ncclAllReduceRingLLKernel_sum_f32, ncclSymkDevKernel_ReduceScatter_LD_sum_bf16) and in its
+-- NVTX ranges (ncclAllReduce, ncclSend). Matched case-insensitively, lowest priority first, so
+-- longer names win over their parts.
+-- sources: always
+-- @column priority: match order, lowest first
+-- @column token: substring of the kernel or range name
+-- @column collective: the collective it names (AllReduce, AllGather, Send, ...)
+-- @column synchronizing: every rank of the communicator takes part, so the k-th instance on each
+-- rank is the same operation and arrival times can be compared (point-to-point is not)
 CREATE TABLE comm_collective_names(priority INTEGER, token VARCHAR, collective VARCHAR, synchronizing BOOLEAN);
 INSERT INTO comm_collective_names VALUES
   (1, 'ReduceScatter', 'ReduceScatter', true), (2, 'AllReduce', 'AllReduce', true),
@@ -20,9 +25,12 @@ INSERT INTO comm_collective_names VALUES
   (6, 'SendRecv', 'SendRecv', false), (7, 'Reduce', 'Reduce', true),
   (8, 'Send', 'Send', false), (9, 'Recv', 'Recv', false), (10, 'Generic', 'Generic', false);
 
--- Element types in kernel names: NCCL >= 2.19 short names (f32, bf16), 2.8-2.18 C types
--- (float, __nv_bfloat16). Only reductions carry a meaningful one: copies (AllGather,
--- Broadcast, SendRecv) move bytes and their kernels are named after a placeholder type.
+-- One row per element type token in NCCL kernel names: NCCL >= 2.19 short names (f32, bf16),
+-- 2.8-2.18 C types (float, __nv_bfloat16). Only reductions carry a meaningful one: copies
+-- (AllGather, Broadcast, SendRecv) move bytes and their kernels are named after a placeholder type.
+-- sources: always
+-- @column token: the type as it appears in the name, between underscores
+-- @column dtype: the element type, short name (f32, bf16, i8, ...)
 CREATE TABLE comm_dtype_names(token VARCHAR, dtype VARCHAR);
 INSERT INTO comm_dtype_names VALUES
   ('i8', 'i8'), ('u8', 'u8'), ('i32', 'i32'), ('u32', 'u32'), ('i64', 'i64'), ('u64', 'u64'),
@@ -45,7 +53,15 @@ SELECT name, fn, regexp_matches(fn, '^nccl[A-Za-z0-9]*Kernel') AS by_name,
         ORDER BY length(d.token) DESC LIMIT 1) AS name_dtype
 FROM fns;
 
--- NCCL's own NVTX ranges (domain "NCCL"; NCCL >= 2.12 names them after the API call).
+-- One row per NCCL NVTX range (domain "NCCL"; NCCL >= 2.12 names them after the API call).
+-- sources: NVTX_EVENTS
+-- @column pid: OS process id
+-- @column tid: OS thread id of the range
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: range name (ncclAllReduce, ncclSend, ...)
+-- @column collective: the collective it names (comm_collective_names), NULL if none
 CREATE TABLE comm_nvtx AS
 SELECT n.pid, n.tid, n.start_ns, n.end_ns, n.duration_ns, n.name,
        (SELECT c.collective FROM comm_collective_names c WHERE n.name ILIKE 'nccl' || c.token || '%'
@@ -64,6 +80,27 @@ SELECT k.global_pid, k.correlation_id, k.device_id, k.start_ns, r.name AS nccl_a
 FROM k ASOF JOIN comm_nvtx r ON r.pid = k.pid AND r.tid = k.launch_tid AND k.launch_start_ns >= r.start_ns
 WHERE r.end_ns >= k.launch_start_ns;
 
+-- One row per NCCL kernel: named like one (ncclDevKernel_..., ncclKernel_...), or launched from
+-- inside an NCCL NVTX range on the same thread whatever its name (kernels with a launch row
+-- only). Name, device, process and times come from the kernel row itself, so kernels whose
+-- launch row is missing are counted too.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column pid: OS process id
+-- @column global_pid: nsys's globalPid of the process
+-- @column device_id: CUDA device ordinal
+-- @column stream_id: CUDA stream id
+-- @column correlation_id: CUPTI correlation id of the launch call
+-- @column start_ns: start on the GPU, session clock, ns
+-- @column end_ns: end on the GPU, session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column name: kernel name
+-- @column collective: collective from the kernel name, else from the enclosing NCCL range (Send
+-- and Recv as SendRecv), else unknown
+-- @column dtype: element type from the name, for reductions only (AllReduce, Reduce,
+-- ReduceScatter); else NULL
+-- @column recognised_by: name, nvtx or name+nvtx
+-- @column nccl_api: name of the enclosing NCCL NVTX range at the launch, NULL if none
+-- @column launch_tid: OS thread id of the launch call, NULL when none matched
 CREATE TABLE comm_kernels AS
 SELECT k.pid, k.global_pid, k.device_id, k.stream_id, k.correlation_id, k.start_ns, k.end_ns, k.duration_ns,
        k.name, coalesce(n.name_collective, l.api_collective, 'unknown') AS collective,
@@ -77,10 +114,15 @@ LEFT JOIN comm_launched l ON l.global_pid = k.global_pid AND l.correlation_id = 
   AND l.device_id = k.device_id AND l.start_ns = k.start_ns
 WHERE n.by_name OR l.nccl_api IS NOT NULL;
 
--- Busy intervals of NCCL kernels per (device, process) and of every other kernel per device:
--- unions, so overlapping kernels (several streams) count once. Same sweep as gpu_busy. The
--- compute timeline is built only when there is communication to compare it with, so traces
--- without NCCL (most single-GPU programs) pay nothing for it.
+-- One row per busy interval of a (device, process)'s NCCL kernels: their union, so
+-- overlapping kernels (several streams) count once. Same sweep as gpu_busy.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column start_ns: start of the interval on the session clock, ns
+-- @column end_ns: end of the interval on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column kernels: NCCL kernels in the interval, count
 CREATE TABLE comm_busy AS
 WITH marked AS (
   SELECT device_id, pid, start_ns, end_ns,
@@ -95,6 +137,15 @@ SELECT device_id, pid, min(start_ns) AS start_ns, max(end_ns) AS end_ns, max(end
        count(*) AS kernels
 FROM grouped GROUP BY device_id, pid, grp;
 
+-- One row per busy interval of a device's non-NCCL kernels, over all processes (their union).
+-- Built only when the trace has NCCL kernels to compare it with (empty otherwise), so traces
+-- without NCCL pay nothing for it.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column device_id: CUDA device ordinal
+-- @column start_ns: start of the interval on the session clock, ns
+-- @column end_ns: end of the interval on the session clock, ns
+-- @column duration_ns: end_ns - start_ns, ns
+-- @column kernels: non-NCCL kernels in the interval, count
 CREATE TABLE comm_compute_busy AS
 WITH compute AS (
   SELECT k.device_id, k.start_ns, k.end_ns FROM kernels k JOIN comm_kernel_names n ON n.name = k.name
@@ -114,14 +165,26 @@ SELECT device_id, min(start_ns) AS start_ns, max(end_ns) AS end_ns, max(end_ns) 
        count(*) AS kernels
 FROM grouped GROUP BY device_id, grp;
 
--- Per (device, process) with NCCL kernels: communication time (union), the part of it during
--- which a non-NCCL kernel runs on the same device (overlapped) and the rest (exposed), over
--- the whole trace and over the process's steady state (steady_state of 20_phases.sql: from
--- its second step on, so start-up such as DDP's initial parameter broadcast and the seconds of
--- CUDA/NCCL initialisation do not dilute or inflate the verdict).
--- One sweep over the start/end events of both unions (linear after a sort; an interval join
--- would compare every pair): overlapped is the time where both are open. Each union is
--- disjoint, so nothing counts twice.
+-- One row per (device, process) with NCCL kernels: communication time (union), the part of it
+-- during which a non-NCCL kernel runs on the same device (overlapped) and the rest (exposed),
+-- over the whole trace and over the process's steady state (steady_state, else the trace
+-- window), so that start-up such as DDP's initial broadcast does not dilute or inflate the
+-- verdict. One sweep over the start/end events of both unions (linear after a sort).
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column comm_kernels: NCCL kernels, count
+-- @column comm_kernel_ns: their summed durations, ns
+-- @column comm_ns: communication time, the union of the NCCL kernels (comm_busy), ns
+-- @column overlapped_ns: of comm_ns, time with a non-NCCL kernel running on the device, ns
+-- @column exposed_ns: comm_ns - overlapped_ns, ns
+-- @column compute_ns: busy time of the device's non-NCCL kernels (comm_compute_busy), ns
+-- @column window_start_ns: steady-state window start (else the trace's start), ns
+-- @column window_end_ns: steady-state window end (else the trace's end), ns
+-- @column window_ns: window_end_ns - window_start_ns, ns
+-- @column steady_comm_ns: communication time inside the window, ns
+-- @column steady_overlapped_ns: overlapped time inside the window, ns
+-- @column steady_exposed_ns: steady_comm_ns - steady_overlapped_ns, ns
 CREATE TABLE comm_exposure AS
 WITH comm AS (SELECT device_id, pid, sum(duration_ns) AS comm_ns FROM comm_busy GROUP BY ALL),
 counts AS (SELECT device_id, pid, count(*) AS comm_kernels, sum(duration_ns) AS comm_kernel_ns
@@ -162,12 +225,23 @@ SELECT c.device_id, c.pid, n.comm_kernels, n.comm_kernel_ns, c.comm_ns,
 FROM comm c JOIN counts n USING (device_id, pid) JOIN win w USING (device_id, pid)
 LEFT JOIN sums o USING (device_id, pid) LEFT JOIN compute p USING (device_id);
 
--- The k-th instance of a synchronizing collective (same name and element type) on every rank
--- is one operation. A capture that starts or is cut while a collective is in flight can drop
--- the first instance on some ranks only, which would shift every later match by one; so each
--- rank is aligned to the rank with the most instances by the shift (at most 3) that makes the
--- instances end together, as a collective's kernels do on every rank. Shift 0 is kept unless
--- another halves the median end-time gap.
+-- One row per kernel of a synchronizing collective, numbered so that the same instance on
+-- every rank (device, process) is one operation. A capture that starts or is cut while a
+-- collective is in flight can drop the first instance on some ranks only; so each rank is
+-- aligned to the rank with the most instances by the shift (at most 3) that makes the
+-- instances end together. Shift 0 is kept unless another halves the median end-time gap.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column collective_key: collective and element type ('AllReduce bf16'): what is matched across ranks
+-- @column collective: collective name (comm_kernels.collective)
+-- @column dtype: element type, NULL where the name gives none
+-- @column seq: position among this rank's kernels of the key, in start order, from 1
+-- @column instance: seq shifted to the reference rank: equal on every rank for one operation
+-- @column start_ns: kernel start on the GPU, session clock, ns
+-- @column end_ns: kernel end on the GPU, session clock, ns
+-- @column in_steady_state: true when the kernel starts inside the process's steady-state window
+-- (else the trace window), as comm_exposure's steady_* columns
 CREATE TABLE comm_instances AS
 WITH k AS (
   SELECT device_id, pid, collective || coalesce(' ' || dtype, '') AS collective_key, collective, dtype,

@@ -5,8 +5,13 @@
 -- what the launching thread was doing (22_idle_gaps.sql). The rows of a (device, pid) add up to
 -- its window exactly. Findings draw their recoverable time from these rows (engine/claims.py).
 
--- Kernel classes by name pattern (regular expressions, case-insensitive), matched in order;
--- knowledge as data, matched once per distinct kernel name.
+-- One row per kernel class pattern (regular expressions, case-insensitive), matched in
+-- priority order; knowledge as data, matched once per distinct kernel name (kernel_classes).
+-- sources: always
+-- @column priority: match order, lowest first
+-- @column class: the class a match gives (a budget_classes class)
+-- @column pattern: regular expression on the kernel name
+-- @column exclude: regular expression that vetoes the match, NULL for none
 CREATE TABLE kernel_class_patterns(priority INTEGER, class VARCHAR, pattern VARCHAR, exclude VARCHAR);
 INSERT INTO kernel_class_patterns VALUES
   (1, 'communication', 'nccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|sendrecv', NULL),
@@ -15,21 +20,32 @@ INSERT INTO kernel_class_patterns VALUES
   (3, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
   (4, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|layer_norm|gammabeta|batch_norm|softmax|triton_(poi|red|per)_|elementwise|reduce|norm|adam|sgd|foreach|multi_tensor', NULL);
 
+-- One row per distinct kernel name with its class: the first kernel_class_patterns row that
+-- matches it, else 'other kernels'.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column name: kernel name (kernel_names.name)
+-- @column class: tensor-core math, fp32 math, elementwise/reduction, communication or other kernels
 CREATE TABLE kernel_classes AS
 SELECT n.name, coalesce(min_by(p.class, p.priority), 'other kernels') AS class
 FROM kernel_names n LEFT JOIN kernel_class_patterns p
   ON regexp_matches(n.name, p.pattern, 'i') AND NOT regexp_matches(n.name, coalesce(p.exclude, '$^'), 'i')
 GROUP BY n.name;
 
--- The classes of GPU time, in the order that wins where operations overlap (rank 1 first).
+-- One row per class of GPU time, in the order that wins where operations overlap (rank 1 first).
+-- sources: always
+-- @column rank: precedence, 1 first
+-- @column class: class name (budget.cause of gpu rows)
 CREATE TABLE budget_classes(rank INTEGER, class VARCHAR);
 INSERT INTO budget_classes VALUES (1, 'tensor-core math'), (2, 'fp32 math'), (3, 'elementwise/reduction'),
   (4, 'other kernels'), (5, 'CUDA graph replays'), (6, 'communication'), (7, 'copies'), (8, 'memsets');
 
--- bound: gpu-bound at or above gpu_bound_pct busy, host-bound at or below host_bound_pct, else
--- mixed. launch_gap_ns: an idle gap this short, between operations the host issues one by one,
--- is the per-operation cost of issuing work (framework dispatch plus the launch call), whatever
--- the thread was doing in it.
+-- One row per knob of the budget. bound: gpu-bound at or above gpu_bound_pct busy, host-bound
+-- at or below host_bound_pct, else mixed. launch_gap_ns: an idle gap this short, between
+-- operations the host issues one by one, is the per-operation cost of issuing work
+-- (framework dispatch plus the launch call), whatever the thread was doing in it.
+-- sources: always
+-- @column name: setting name
+-- @column value: setting value (% or ns, as its name says)
 CREATE TABLE budget_settings(name VARCHAR, value DOUBLE);
 INSERT INTO budget_settings VALUES ('gpu_bound_pct', 80), ('host_bound_pct', 50), ('launch_gap_ns', 100000);
 
@@ -161,8 +177,25 @@ idle AS (
   LEFT JOIN budget_other_process o USING (device_id, pid))
 SELECT * FROM gpu UNION ALL SELECT * FROM other UNION ALL SELECT * FROM idle;
 
--- The budget: integer nanoseconds that add up to the window exactly (largest-remainder
--- rounding), with each row's share of the window.
+-- The step-time budget: per (device, process), the steady-state window split into GPU time by
+-- class and GPU idle time by the host cause that kept the GPU waiting, one row per (kind,
+-- cause, place). Each nanosecond of the window is counted once: where GPU operations overlap,
+-- the highest class in budget_classes' order holds it (a copy under a compute kernel is hidden
+-- and costs nothing); idle time goes to what the launching thread was doing (idle_gaps). The
+-- rows of a (device, pid) add up to its window exactly (largest-remainder rounding). Findings
+-- draw their recoverable time from these rows (engine/claims.py).
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column kind: gpu (busy) or idle
+-- @column cause: for gpu rows the class (budget_classes); for idle rows dispatch, no GPU work
+-- queued, sync, copy, launch, allocation, module loading, other CUDA calls, OS wait, host code,
+-- untraced host code or other processes
+-- @column place: NVTX range the idle time was spent in (idle_gaps.nvtx_range), NULL for gpu rows
+-- and where none
+-- @column ns: time, ns (integer; a (device, pid)'s rows sum to window_ns)
+-- @column pct: ns as a share of window_ns, % (2 decimals)
+-- @column window_ns: length of the steady-state window, ns
 CREATE TABLE budget AS
 WITH floored AS (
   SELECT r.*, floor(r.ns)::BIGINT AS base, r.ns - floor(r.ns) AS frac, w.w1 - w.w0 AS window_ns
@@ -176,9 +209,23 @@ SELECT device_id, pid, kind, cause, place, (base + CASE WHEN k <= missing THEN 1
        round(100.0 * (base + CASE WHEN k <= missing THEN 1 ELSE 0 END) / window_ns, 2) AS pct, window_ns
 FROM ranked WHERE base + CASE WHEN k <= missing THEN 1 ELSE 0 END > 0;
 
--- Per (device, process): the steady state in figures and its verdict. step_median_ns: the
--- median period between the first GPU operations of consecutive steps (the host-side step
--- ranges where fewer than two steps launch GPU work); step_mean_ns: the window over its steps.
+-- One row per (device, process) with a budget: the steady state in figures and its verdict.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column start_ns: steady-state window start on the session clock, ns
+-- @column end_ns: steady-state window end on the session clock, ns
+-- @column window_ns: end_ns - start_ns, ns
+-- @column steps: steps in the window (steady_state.steps), count; NULL without steps
+-- @column step_median_ns: median period between the first GPU operations of consecutive steps
+-- (step_times; the first and last step untimed), or the median host-side step duration where
+-- fewer than two periods are known, ns; NULL without steps
+-- @column step_mean_ns: window_ns / steps, ns; NULL without steps
+-- @column busy_ns: GPU busy time in the window (budget's gpu rows), ns
+-- @column busy_pct: busy_ns / window_ns, % (2 decimals)
+-- @column idle_ns: GPU idle time in the window (budget's idle rows), ns
+-- @column bound: gpu-bound, host-bound or mixed, by busy_pct against budget_settings
+-- @column method: how the window was found (steady_state.method)
 CREATE TABLE steady_summary AS
 WITH totals AS (
   SELECT device_id, pid, any_value(window_ns) AS window_ns,
