@@ -9,6 +9,7 @@ on a read-only connection with DuckDB's external access disabled.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -63,73 +64,16 @@ ALIASES = {
     "ENUM_CUDA_MEMCPY_OPER": "enum_memcpy", "ENUM_CUDA_MEM_KIND": "enum_memkind",
 }
 
-# normalized table -> the source tables it is built from; it is "captured" when any exists.
-VIEW_SOURCES = {
-    "kernels": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "memcpys": ["CUPTI_ACTIVITY_KIND_MEMCPY"],
-    "memsets": ["CUPTI_ACTIVITY_KIND_MEMSET"],
-    "graph_launches": ["CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "gpu_activity": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "gpu_busy": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                 "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "device_busy": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                    "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "kernel_names": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "steady_busy": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                    "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "api_calls": ["CUPTI_ACTIVITY_KIND_RUNTIME"],
-    "api_categories": [],
-    "syncs": ["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"],
-    "nvtx_ranges": ["NVTX_EVENTS"],
-    "osrt_calls": ["OSRT_API"],
-    "memory_events": ["CUDA_GPU_MEMORY_USAGE_EVENTS"],
-    "devices": ["TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU", "CUPTI_ACTIVITY_KIND_KERNEL",
-                "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"],
-    "processes": [],
-    "threads": ["ThreadNames"],
-    "trace_window": [],
-    "export_meta": ["META_DATA_EXPORT", "EXPORT_META_DATA"],
-    "capture_meta": ["META_DATA_CAPTURE"],
-    "system_env": ["TARGET_INFO_SYSTEM_ENV"],
-    "export_format": [],
-    # 20_phases.sql
-    "step_patterns": [],
-    "phase_settings": [],
-    "nvtx_tree": ["NVTX_EVENTS"],
-    "steps": ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"],
-    "steady_state": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "NVTX_EVENTS"],
-    # 21_nvtx.sql, 22_idle_gaps.sql, 23_step_times.sql
-    "step_times": ["NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"],
-    "nvtx_range_stats": ["NVTX_EVENTS"],
-    "nvtx_op_time": ["NVTX_EVENTS"],
-    "gpu_busy_cum": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                     "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "blocking_calls": ["CUPTI_ACTIVITY_KIND_RUNTIME"],
-    "idle_gaps": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                  "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "idle_gap_causes": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                        "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    # 40_budget.sql
-    "kernel_class_patterns": [],
-    "kernel_classes": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "budget_classes": [],
-    "budget_settings": [],
-    "budget": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-               "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    "steady_summary": ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                       "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"],
-    # 30_comm.sql
-    "comm_collective_names": [],
-    "comm_dtype_names": [],
-    "comm_nvtx": ["NVTX_EVENTS"],
-    "comm_kernels": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "comm_busy": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "comm_compute_busy": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "comm_exposure": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-    "comm_instances": ["CUPTI_ACTIVITY_KIND_KERNEL"],
-}
+# Tables the ingest makes in Python rather than in the SQL library, with their sources.
+PYTHON_TABLES: dict[str, list[str]] = {"export_format": []}
+
+
+@functools.cache
+def view_sources() -> dict[str, list[str]]:
+    """Public table -> the nsys tables it is built from (the `-- sources:` line above its CREATE
+    in the SQL library); it is "captured" when any of them exists, always when none is listed."""
+    tables = {n: e.sources or [] for n, e in sql_library.public().items() if e.kind != "macro"}
+    return tables | PYTHON_TABLES
 
 
 @dataclass
@@ -301,7 +245,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
         # one statement per table, not executemany's one per row (~45 ms on every ingest)
         con.execute("CREATE TABLE captured AS SELECT unnest(?::VARCHAR[]) AS view_name, unnest(?::BOOLEAN[]) AS captured",
-                    [list(VIEW_SOURCES), [(not srcs) or any(s in tables for s in srcs) for srcs in VIEW_SOURCES.values()]])
+                    [list(view_sources()), [(not srcs) or any(s in tables for s in srcs) for srcs in view_sources().values()]])
         con.execute("CREATE TABLE source_tables AS SELECT unnest(?::VARCHAR[]) AS name", [sorted(tables)])
         con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
         con.execute("INSERT INTO ingest_info VALUES (?, ?)", [reader.name, CACHE_FORMAT])

@@ -121,3 +121,40 @@ def public() -> dict[str, Entry]:
 
 def _code(sql: str) -> str:
     return "\n".join(ln for ln in sql.split("\n") if not ln.lstrip().startswith("--"))
+
+
+def markdown() -> str:
+    """docs/tables.md: every public table, view and macro with its documentation."""
+    entries = public()
+    out = ["# The SQL library's tables", "",
+           "What the ingest leaves in the cached DuckDB file for rules to read (`analyzer/analyses/sql/`,",
+           "run in file order). Generated from the comments above each CREATE by",
+           "`python -m nsys_diagnose.ingest.sql_library > docs/tables.md`; a test keeps it current.",
+           "A table is *captured* when any of its sources is in the export; a rule that requires a table",
+           "that is not captured is skipped with `not captured: <table>`.", ""]
+    by_file: dict[str, list[Entry]] = {}
+    for e in entries.values():
+        by_file.setdefault(e.file, []).append(e)
+    out += ["| table | kind | file | sources |", "|---|---|---|---|"]
+    out += [f"| [`{e.name}`](#{e.name}) | {e.kind} | {e.file} | {', '.join(e.sources) if e.sources else 'always'} |"
+            for es in by_file.values() for e in es if e.kind != "macro"]
+    out += ["", "Macros: " + ", ".join(f"[`{e.name}`](#{e.name})" for e in entries.values() if e.kind == "macro"), ""]
+    for fname, es in by_file.items():
+        out += [f"## {fname}", ""]
+        for e in es:
+            out += [f"### {e.name}", "", f"*{e.kind}*, `{e.file}:{e.line}`" + (
+                f"; sources: {', '.join(e.sources) if e.sources else 'always'}" if e.kind != "macro" else ""), "",
+                e.doc or "(undocumented)", ""]
+            if e.columns:
+                out += ["| column | meaning |", "|---|---|"]
+                out += [f"| `{c}` | {_cell(d)} |" for c, d in e.columns.items()]
+                out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
