@@ -1,9 +1,5 @@
--- The step-time budget: per (device, process), the steady-state window split into GPU time by
--- class and GPU idle time by the host cause that kept the GPU waiting. Each nanosecond of the
--- window is counted once: where GPU operations overlap, the highest class in budget_classes'
--- order holds it (a copy under a compute kernel is hidden and costs nothing); idle time goes to
--- what the launching thread was doing (22_idle_gaps.sql). The rows of a (device, pid) add up to
--- its window exactly. Findings draw their recoverable time from these rows (engine/claims.py).
+-- The step-time budget (`budget`, `steady_summary`) and what it is built from: kernel classes,
+-- an event sweep over the steady state's GPU operations, idle time by host cause.
 
 -- One row per kernel class pattern (regular expressions, case-insensitive), matched in
 -- priority order; knowledge as data, matched once per distinct kernel name (kernel_classes).
