@@ -3,9 +3,9 @@
 A finding whose spec declares `claims` takes its time from one slice of the budget of its
 (device, process): its recoverable time is its own estimate bounded by that slice. Its severity
 then follows the critical path: a GPU-side saving on a host-bound step, or a host-side one on a
-GPU-bound step, is info, with a note saying why. Findings over overlapping slices are one
-problem seen by several rules: they merge into the most specific one, the others becoming its
-evidence.
+GPU-bound step, is info, with a note saying why. Findings whose slices share most of the
+smaller one's time are one problem seen by several rules: they merge into the one that speaks
+for the slice, the others becoming its evidence.
 """
 
 from __future__ import annotations
@@ -78,19 +78,9 @@ def _bound(f: Finding, budget: list[BudgetRow], steady: list[SteadyState]) -> No
                   "not the host, sets the pace.")
 
 
-def _overlap(a: Finding, b: Finding) -> bool:
-    ca, cb = a.claims, b.claims
-    if a.evidence.get("pid") != b.evidence.get("pid") or ca.kind != cb.kind:
-        return False
-    da, db = a.evidence.get("device_id"), b.evidence.get("device_id")
-    if da is not None and db is not None and da != db:
-        return False
-    pa = a.evidence.get(ca.place) if ca.place else None
-    pb = b.evidence.get(cb.place) if cb.place else None
-    if pa is not None and pb is not None and pa != pb:
-        return False
-    a_causes, b_causes = _causes(a), _causes(b)
-    return "*" in a_causes or "*" in b_causes or bool(a_causes & b_causes)
+def _rows(f: Finding, budget: list[BudgetRow]) -> dict[tuple, int]:
+    rows, _ = _slice(f, budget)
+    return {(r.device_id, r.pid, r.kind, r.cause, r.place): r.ns for r in rows}
 
 
 def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyState]) -> list[Finding]:
@@ -100,15 +90,29 @@ def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyS
     for f in claimed:
         _bound(f, budget, steady)
     # who speaks for a slice: a warning, the one with the most time; then a note (a merged
-    # warning raises it), one naming its causes before one on every cause in a place; last a
-    # claim on all idle time
-    def key(f: Finding) -> tuple[bool, bool, bool, int]:
+    # warning raises it), the narrowest first: fewest causes, a rule's own cause before one
+    # taken from its row (hot-kernels), every cause in a place after; last a claim on all idle
+    def key(f: Finding) -> tuple[bool, bool, float, bool, int]:
         note = f.severity == "info"
-        return _generic(f), note, note and "*" in _causes(f), -(f.recoverable_ns or 0)
+        breadth = float("inf") if "*" in _causes(f) else len(_causes(f))
+        return _generic(f), note, breadth if note else 0, note and not f.claims.causes, -(f.recoverable_ns or 0)
     order = sorted(claimed, key=key)
+    slices = {id(f): _rows(f, budget) for f in claimed}
+
+    def common(a: Finding, b: Finding) -> int:
+        sa, sb = slices[id(a)], slices[id(b)]
+        return sum(ns for k, ns in sa.items() if k in sb)
+
     primaries: list[Finding] = []
     for f in order:
-        home = next((p for p in primaries if _overlap(p, f)), None)
+        # one problem when most of the smaller slice is the other's: f joins the finding it
+        # shares the most time with
+        shared, home = max(((common(p, f), p) for p in primaries), key=lambda t: t[0], default=(0, None))
+        if not slices[id(f)]:  # a slice with no time: one finding per rule and process says it
+            home = next((p for p in primaries if p.rule_id == f.rule_id and p.evidence.get("pid") == f.evidence.get("pid")
+                         and not slices[id(p)]), None)
+        elif home is not None and 2 * shared < min(sum(slices[id(f)].values()), sum(slices[id(home)].values())):
+            home = None
         if home is None:
             primaries.append(f)
             continue
