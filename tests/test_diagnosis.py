@@ -32,7 +32,7 @@ CAUSE_RULES = {
     "sleep": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
     "host-compute": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
     "small-grid": {"small-grids"},
-    "recompile": set(),  # no rule names JIT recompilation yet (compile_recompiles.sqlite is OPEN)
+    "recompile": {"compile-in-loop"},
 }
 
 
@@ -57,14 +57,7 @@ def test_h200_report_opens_with_the_verified_cause(name):
 
 # Verified causes the diagnosis does not yet put first (issue 14 stays open on them); strict, so a
 # fix shows up as an unexpected pass.
-OPEN: dict[str, str] = {
-    "compile_recompiles.sqlite": (
-        "steady-state recompilation (torch.compile dynamic=False, 4 new shapes: 3 s steps with "
-        "cuModuleLoad/cuLibraryLoad, posix_spawn+waitpid of compilers and Inductor benchmark launches) "
-        "is reported as generic host code in 'forward' (idle-gap-causes) with advice to move it to "
-        "DataLoader workers / a background thread; no rule names the recompiles or says to bucket "
-        "shapes / use dynamic shapes"),
-}
+OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=OPEN[e["file"]]))
@@ -93,7 +86,9 @@ def facts(path: Path) -> dict[str, bool]:
         q = lambda sql: t.con.execute(sql).fetchone()[0]  # noqa: E731
         return {
             "copies": q("SELECT count(*) FROM memcpys WHERE kind = 'Host-to-Device'") > 0,
-            "pageable": q("SELECT count(*) FROM memcpys WHERE host_memory = 'pageable'") > 0,
+            # the loop's copies: start-up ones (model.to()) are often pageable where these are pinned
+            "pageable": q("SELECT count(*) FROM memcpys m JOIN steady_state s USING (pid) WHERE m.host_memory = 'pageable' "
+                          "AND m.start_ns >= s.start_ns AND m.start_ns < s.end_ns") > 0,
             "fp32_math": q("SELECT count(*) FROM budget WHERE cause = 'fp32 math'") > 0,
             "tensor_math": q("SELECT count(*) FROM budget WHERE cause = 'tensor-core math'") > 0,
             "graphed": q("SELECT count(*) FROM graph_launches g JOIN steady_state s USING (pid) "

@@ -12,6 +12,11 @@ api AS (
          median(a.duration_ns) AS median_launch_ns, count(*) FILTER (WHERE a.api ILIKE '%graphlaunch%') AS graph_launches
   FROM api_calls a JOIN ss USING (pid)
   WHERE a.category = 'launch' AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns GROUP BY a.pid),
+-- host calls that block until the GPU catches up (syncs, .item()-style copies): a CUDA graph
+-- cannot capture them
+blocking AS (
+  SELECT b.pid, count(*) AS blocking_calls FROM blocking_calls b JOIN ss USING (pid)
+  WHERE b.start_ns >= ss.start_ns AND b.start_ns < ss.end_ns GROUP BY b.pid),
 -- the budget's launch-overhead idle time (40_budget.sql), and the NVTX range holding most of it
 launch_idle AS (
   SELECT device_id, pid, sum(ns) AS launch_idle_ns, arg_max(place, ns) FILTER (WHERE place IS NOT NULL) AS top_place,
@@ -38,7 +43,8 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        coalesce(li.launch_idle_ns, 0) AS launch_idle_ns,
        round(100.0 * coalesce(li.launch_idle_ns, 0) / nullif(ss.window_ns, 0), 2) AS launch_idle_pct,
        li.top_place, round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) AS top_place_pct,
-       lr.launch_tid, lr.top_launch_api,
+       lr.launch_tid, lr.top_launch_api, coalesce(bl.blocking_calls, 0) AS blocking_calls,
+       CAST(round(coalesce(bl.blocking_calls, 0) / nullif(st.steps, 0)) AS BIGINT) AS blocking_per_step,
        CASE WHEN li.top_place IS NOT NULL
             THEN 'most of it in NVTX range "' || li.top_place || '" ('
                  || round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) || ' %)'
@@ -46,5 +52,5 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
                  || ', outside any NVTX range' END AS where_text
 FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
-LEFT JOIN launcher lr USING (device_id, pid)
+LEFT JOIN launcher lr USING (device_id, pid) LEFT JOIN blocking bl USING (pid)
 ORDER BY idle_ns DESC, x.device_id, x.pid

@@ -6,6 +6,13 @@ WITH ops AS (
   SELECT pid, device_id, kind, host_memory, duration_ns, bytes FROM memcpys
   UNION ALL SELECT pid, device_id, 'memset', NULL, duration_ns, bytes FROM memsets),
 busy AS (SELECT nullif(sum(duration_ns), 0) AS busy_ns FROM device_busy),
+-- the share of bytes touching pageable memory over the steady state only: start-up copies
+-- (model.to(), a checkpoint load) are often pageable where the loop's are pinned
+steady AS (
+  SELECT m.kind, round(100.0 * coalesce(sum(m.bytes) FILTER (WHERE m.host_memory = 'pageable'), 0)
+                       / nullif(sum(m.bytes), 0), 2) AS steady_pageable_bytes_pct
+  FROM memcpys m JOIN steady_state s ON s.pid = m.pid
+  WHERE m.start_ns >= s.start_ns AND m.start_ns < s.end_ns GROUP BY m.kind),
 -- copy time no kernel hides, per (device, process), from the step-time budget
 exposed AS (SELECT device_id, pid, sum(ns) AS exposed_ns, any_value(window_ns) AS window_ns
             FROM budget WHERE kind = 'gpu' AND cause IN ('copies', 'memsets') GROUP BY ALL),
@@ -26,6 +33,7 @@ SELECT arg_max(pid, duration_ns) AS pid, arg_max(device_id, duration_ns) AS devi
 FROM ops CROSS JOIN busy
 GROUP BY kind)
 SELECT k.*, coalesce(e.exposed_ns, 0) AS exposed_ns,
-       round(100.0 * coalesce(e.exposed_ns, 0) / nullif(e.window_ns, 0), 2) AS exposed_window_pct
-FROM per_kind k LEFT JOIN exposed e USING (device_id, pid)
+       round(100.0 * coalesce(e.exposed_ns, 0) / nullif(e.window_ns, 0), 2) AS exposed_window_pct,
+       st.steady_pageable_bytes_pct
+FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
 ORDER BY k.total_ns DESC, k.kind

@@ -1,0 +1,43 @@
+-- One row per process: the steady-state steps that load new GPU code (cuModuleLoad*,
+-- cuLibraryLoad*: kernels compiled or first used now) and take far longer than the steps that
+-- do not, with what they did meanwhile.
+WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
+st AS (
+  SELECT s.pid, s.step, s.start_ns, s.end_ns, s.duration_ns
+  FROM steps s JOIN ss USING (pid) WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns),
+loads AS (
+  SELECT pid, start_ns FROM api_calls
+  WHERE category = 'module' AND regexp_matches(api, '^cu(da)?(Module|Library)Load')),
+spawns AS (
+  SELECT pid, start_ns FROM osrt_calls WHERE name IN ('posix_spawn', 'posix_spawnp', 'fork', 'vfork', 'execve')),
+per_step AS (
+  SELECT st.*,
+         (SELECT count(*) FROM loads l WHERE l.pid = st.pid AND l.start_ns >= st.start_ns AND l.start_ns < st.end_ns) AS module_loads,
+         (SELECT count(*) FROM spawns p WHERE p.pid = st.pid AND p.start_ns >= st.start_ns AND p.start_ns < st.end_ns) AS spawns
+  FROM st),
+typical AS (
+  SELECT pid, median(duration_ns) FILTER (WHERE module_loads = 0) AS clean_median_ns, count(*) AS steps
+  FROM per_step GROUP BY pid),
+slow AS (
+  SELECT p.*, t.clean_median_ns, t.steps
+  FROM per_step p JOIN typical t USING (pid)
+  WHERE p.module_loads > 0 AND t.clean_median_ns IS NOT NULL AND p.duration_ns > $slow_factor * t.clean_median_ns),
+-- the NVTX range that holds most of the process's idle host time (the budget's place)
+places AS (
+  SELECT pid, arg_max(place, ns) AS top_place FROM (
+    SELECT pid, place, sum(ns) AS ns FROM budget WHERE kind = 'idle' AND place IS NOT NULL GROUP BY ALL)
+  GROUP BY pid),
+per_pid AS (
+SELECT s.pid, any_value(s.steps) AS steps, count(*) AS compile_steps,
+       string_agg(s.step::VARCHAR, ', ' ORDER BY s.step) AS compile_step_numbers,
+       sum(s.module_loads) AS module_loads, sum(s.spawns) AS compiler_spawns,
+       min(s.duration_ns) AS min_compile_step_ns, max(s.duration_ns) AS max_compile_step_ns,
+       any_value(s.clean_median_ns)::BIGINT AS clean_median_ns,
+       sum(s.duration_ns - s.clean_median_ns)::BIGINT AS excess_ns,
+       any_value(ss.window_ns) AS window_ns,
+       round(100.0 * sum(s.duration_ns - s.clean_median_ns) / nullif(any_value(ss.window_ns), 0), 2) AS excess_window_pct
+FROM slow s JOIN ss USING (pid)
+GROUP BY s.pid)
+SELECT p.*, pl.top_place, coalesce('; the host spends it mostly in NVTX range "' || pl.top_place || '"', '') AS where_text
+FROM per_pid p LEFT JOIN places pl USING (pid)
+ORDER BY p.excess_ns DESC, p.pid
