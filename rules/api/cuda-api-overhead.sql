@@ -41,6 +41,9 @@ SELECT *,
           THEN coalesce(steady_median_ns * steady_calls, 0) >= $min_total_ns
                AND steady_median_ns * steady_calls >= $rival_ratio * steady_launched_gpu_ns
           ELSE median_ns * calls >= $min_total_ns
-               AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0) END) AS launch_rivals_gpu
+               AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0) END) AS launch_rivals_gpu,
+       -- how busy the process keeps its GPU in the steady state: a host that waits on a busy GPU
+       -- shows the GPU's pace, not a cost of its own
+       (SELECT max(busy_pct) FROM steady_summary ss WHERE ss.pid = rated.pid) AS steady_busy_pct
 FROM rated
 ORDER BY total_ns DESC, api
