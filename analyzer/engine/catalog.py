@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.engine.params import check_default
+from nsys_diagnose.engine.rule_checks import check_rule
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.files import NotRegularFile, TooLarge, read_regular
 from pydantic import ValidationError
@@ -105,6 +106,7 @@ def load_rule(yaml_path: Path) -> Rule:
     if rule.id != yaml_path.stem:
         raise RuleSpecError(yaml_path, f"rule id '{rule.id}' must match the file name '{yaml_path.stem}'",
                             _line_of(node, ("id",)))
+    check_rule(rule, yaml_path, lambda loc: _line_of(node, loc))
     return rule
 
 
