@@ -163,8 +163,9 @@ def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt:
 
 @cli.command("rules")
 @rules_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: one line per rule; json: every rule's fields, parameters and documentation.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="text: one line per rule; json: every rule's fields, parameters and documentation; "
+                   "markdown: the table of the README.")
 @config_option
 def rules_cmd(rule_dirs, fmt: str, no_config: bool) -> None:
     """List the rules: id, severity, category and summary."""
@@ -173,8 +174,20 @@ def rules_cmd(rule_dirs, fmt: str, no_config: bool) -> None:
     if fmt == "json":
         click.echo(json.dumps([rule_entry(r) for r in rules], indent=2, ensure_ascii=False))
         return
+    if fmt == "markdown":
+        click.echo(rules_table(rules), nl=False)
+        return
     for rule in rules:
         click.echo(f"{rule.id:<28} {rule.severity:<8} {rule.category:<10} {rule.summary}")
+
+
+def rules_table(rules: list[Rule]) -> str:
+    """The README's rule table: one row per rule, from its YAML (a test keeps the README equal)."""
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")
+    rows = [f"| `{r.id}` | {r.category} | {r.severity} | {cell(r.summary)}"
+            f"{' (preview)' if r.status == 'preview' else ''} |" for r in rules]
+    return "\n".join(["| id | category | severity | what it reports |", "|---|---|---|---|", *rows]) + "\n"
 
 
 def rule_entry(rule: Rule) -> dict:
