@@ -32,7 +32,7 @@ def test_rule_docs_and_params_complete(rule_id):
     assert rule.summary and rule.docs.what and rule.docs.why and rule.docs.fix
     assert rule.findings, "a rule without findings never says anything"
     assert rule.requires or rule.requires_any, "declare the normalized tables the rule reads"
-    for name, p in rule.params.items():
+    for name in rule.params:
         assert f"${name}" in rule.sql or any(f"${name}" in f.when for f in rule.findings), f"unused param {name}"
 
 
