@@ -243,8 +243,8 @@ def schema_cmd(name: str | None, write: bool, check: bool) -> None:
                 click.echo(f"wrote {path}", err=True)
     elif check:
         stale = contracts.stale(names)
-        for path in stale:
-            click.echo(f"{path}: differs from the model; regenerate with `python -m nsys_diagnose schema --write`",
+        for stale_path in stale:
+            click.echo(f"{stale_path}: differs from the model; regenerate with `python -m nsys_diagnose schema --write`",
                        err=True)
         sys.exit(1 if stale else 0)
     elif name is None:

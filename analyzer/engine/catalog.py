@@ -23,7 +23,7 @@ def builtin_rules_dir() -> Path:
 
 def line_of(node: yaml.Node, loc: tuple[str | int, ...]) -> int | None:
     """Line (1-based) of the YAML node at a pydantic error location, as deep as it resolves."""
-    line = node.start_mark.line + 1
+    line: int = node.start_mark.line + 1
     for key in loc:
         if isinstance(node, yaml.MappingNode):
             match = [(k, v) for k, v in node.value if k.value == key]
@@ -47,7 +47,7 @@ def _read(path: Path) -> str:
     except UnicodeDecodeError as e:
         raise RuleSpecError(path, f"is not UTF-8 text (byte {e.start})") from None
     except (NotRegularFile, TooLarge) as e:
-        raise RuleSpecError(path, e.strerror) from None
+        raise RuleSpecError(path, e.strerror or str(e)) from None
     except OSError as e:
         raise RuleSpecError(path, f"cannot be read ({e.strerror or e})") from None
 

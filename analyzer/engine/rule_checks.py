@@ -89,13 +89,13 @@ def _nodes(node: Any) -> Iterator[dict[str, Any]]:
 def when_problem(when: str, columns: set[str], params: set[str]) -> str | None:
     """Why `when` is not one expression over `columns` and `$params` of the allowed forms."""
     raw = _con().execute("SELECT json_serialize_sql(?)", [f"SELECT ({when}) FROM __rule_rows"]).fetchone()
-    tree = json.loads(raw[0]) if raw else {"error": True}
+    tree: dict[str, Any] = json.loads(raw[0]) if raw else {"error": True}
     if tree.get("error") and tree.get("error_type") == "parser":
         return f"not a SQL expression ({tree.get('error_message', 'unparsable')})"
     if tree.get("error"):  # it parsed, as something other than one SELECT: a smuggled statement
         return "must be one SQL expression over the result columns"
-    statements = tree["statements"]
-    node = statements[0]["node"] if len(statements) == 1 else {}
+    statements: list[dict[str, Any]] = tree["statements"]
+    node: dict[str, Any] = statements[0]["node"] if len(statements) == 1 else {}
     shape_ok = (node.get("type") == "SELECT_NODE" and len(node.get("select_list", [])) == 1
                 and not node.get("modifiers") and not node.get("cte_map", {}).get("map")
                 and node.get("from_table", {}).get("table_name") == "__rule_rows"
@@ -142,8 +142,8 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
             if name not in tables:
                 fail((key, i), f"no table '{name}'{_suggest(name, tables)}")
     sql_path = f"{str(yaml_path).removesuffix('.yaml')}.sql"
-    if problem := sql_problem(rule.sql):
-        raise RuleSpecError(sql_path, problem[0], problem[1])
+    if sql_error := sql_problem(rule.sql):
+        raise RuleSpecError(sql_path, sql_error[0], sql_error[1])
     columns = set(rule.columns)
 
     def column(loc: tuple[str | int, ...], name: str | None) -> None:

@@ -128,7 +128,7 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
         used = cursor.extract_statements(sql)[0].named_parameters
         timer.start()
 
-        def query():
+        def query() -> tuple[list[str], list[list[Any]]]:
             args = {k: v for k, v in params.items() if k in used}
             capped, columns = bounds.bounded(cursor, sql, args)  # values cut in DuckDB (bounds.py)
             return bounds.unwrap(columns, cursor.execute(capped, args).fetchmany(MAX_RULE_ROWS + 1))
@@ -178,6 +178,6 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
                       seconds=time.perf_counter() - started)
 
 
-def _failed(base: dict, reason: str, started: float) -> RuleResult:
+def _failed(base: dict[str, Any], reason: str, started: float) -> RuleResult:
     return RuleResult(**base, status="error", reason=limits.clip(reason, limits.MAX_REASON_BYTES),
                       seconds=time.perf_counter() - started)
