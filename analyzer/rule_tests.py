@@ -5,7 +5,8 @@ suite run them through the whole pipeline (SQLite file -> ingest -> rule).
 A scenario that cannot fail is worse than none, so each is checked before it runs: unknown keys
 are errors (a misspelled `evidance:` would otherwise expect nothing), `params` are checked as
 `--set` checks them, evidence keys must be result columns, and the file name says what the
-status must be: `fires-*` expects `fired`, `quiet-*` expects `passed` or `skipped`.
+status must be: `fires-*` expects `fired`, `quiet-*` expects `passed` or `skipped`. A run also
+checks that the SQL returns the columns the YAML declares, in order.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from nsys_diagnose.analyze import analyze
+import duckdb
+from nsys_diagnose.analyze import report_from_trace
 from nsys_diagnose.engine.catalog import line_of, read_yaml
 from nsys_diagnose.engine.model import Rule, RuleResult, Strict
 from nsys_diagnose.engine.selection import overrides_from
 from nsys_diagnose.errors import RuleSpecError, UsageError
+from nsys_diagnose.ingest.database import Trace, with_memory_retry, with_trace
 from nsys_diagnose.synthetic import expand, write_export
 from pydantic import Field, ValidationError, field_validator
 
@@ -145,17 +148,45 @@ def load_cases(fixtures: Path, rules: dict[str, Rule], tested: Iterable[str]) ->
     return cases
 
 
-def run_case(case: Case, rules: dict[str, Rule], workdir: Path) -> RuleResult:
-    """The rule's result on the scenario's export, written into `workdir`."""
+@dataclass(frozen=True)
+class Outcome:
+    """A scenario's run: the rule's result and the columns its SQL returns (None: it did not bind)."""
+    result: RuleResult
+    columns: list[str] | None
+
+
+def result_columns(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any]) -> list[str] | None:
+    """The names of the columns the rule's SQL returns on this trace, found without running it."""
+    params = {name: p.default for name, p in rule.params.items()} | overrides
+    sql = f"SELECT * FROM (\n{rule.sql.strip().rstrip(';')}\n) AS rule_rows LIMIT 0"
+    cursor = con.cursor()
+    try:
+        used = cursor.extract_statements(sql)[0].named_parameters
+        return [d[0] for d in cursor.execute(sql, {k: v for k, v in params.items() if k in used}).description]
+    except duckdb.Error:
+        return None  # the rule's own run says why, as its `error` status
+    finally:
+        cursor.close()
+
+
+def run_case(case: Case, rules: dict[str, Rule], workdir: Path) -> Outcome:
+    """The rule's run on the scenario's export, written into `workdir` (no cache: it is new)."""
     export = write_export(expand(case.scenario.given), workdir / f"{case.path.stem}.sqlite")
-    report = analyze(export, rules=rules, overrides={case.rule_id: case.overrides}, select=[case.rule_id],
-                     use_cache=False)
-    return report.rules[0]
+    overrides = {case.rule_id: case.overrides}
+
+    def run(trace: Trace) -> Outcome:
+        report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, [case.rule_id]))
+        return Outcome(report.rules[0], result_columns(trace.con, rules[case.rule_id], case.overrides))
+    return with_trace(export, run, use_cache=False)
 
 
-def failures(case: Case, result: RuleResult) -> list[str]:
-    """What the result gets wrong against the scenario's expectation; empty when it passes."""
-    expect, out = case.scenario.expect, []
+def failures(case: Case, outcome: Outcome, rule: Rule) -> list[str]:
+    """What the run gets wrong against the scenario's expectation and the rule's declared
+    columns; empty when it passes."""
+    expect, result, out = case.scenario.expect, outcome.result, []
+    if outcome.columns is not None and outcome.columns != list(rule.columns):
+        out.append(f"the SQL returns the columns {outcome.columns}, its YAML's `columns:` lists {list(rule.columns)} "
+                   "(the same names, in order)")
     if result.status != expect.status:
         out.append(f"status {result.status}, expected {expect.status}" + (f" ({result.reason})" if result.reason else ""))
     if expect.findings is not None and len(result.findings) != expect.findings:
@@ -179,4 +210,4 @@ def run_all(cases: list[Case], rules: dict[str, Rule]) -> Iterator[tuple[Case, l
     """(case, failures) for each case, in order."""
     with tempfile.TemporaryDirectory(prefix="nsys-diagnose-scenarios-") as tmp:
         for case in cases:
-            yield case, failures(case, run_case(case, rules, Path(tmp)))
+            yield case, failures(case, run_case(case, rules, Path(tmp)), rules[case.rule_id])

@@ -17,5 +17,5 @@ CASES = rule_tests.load_cases(FIXTURES / "rules", RULES, RULES)  # a bad scenari
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.rule_id}-{c.path.stem}")
 def test_rule_fixture(case: rule_tests.Case, tmp_path: Path):
-    problems = rule_tests.failures(case, rule_tests.run_case(case, RULES, tmp_path))
+    problems = rule_tests.failures(case, rule_tests.run_case(case, RULES, tmp_path), RULES[case.rule_id])
     assert not problems, "; ".join(problems)

@@ -100,6 +100,17 @@ def test_a_failing_scenario_exits_1(tmp_path):
     assert out.splitlines()[-1] == "2 scenarios of 1 rule: 1 passed, 1 failed"
 
 
+def test_sql_columns_must_be_the_declared_ones(tmp_path):
+    folder = team_folder(tmp_path)
+    (folder / "team" / "many-kernels.sql").write_text(
+        "SELECT min(device_id) AS device_id, count(*) AS kernel_count FROM kernels\n")
+    code, out, _ = invoke("test-rules", folder)
+    assert code == 1
+    assert out.splitlines()[1] == (
+        "FAIL many-kernels/quiet-one: the SQL returns the columns ['device_id', 'kernel_count'], its YAML's "
+        "`columns:` lists ['kernel_count', 'device_id'] (the same names, in order)")
+
+
 def test_misspelled_key_is_rejected(tmp_path):
     """`evidance:` would expect nothing and pass; the harness refuses it."""
     folder = team_folder(tmp_path, {"fires-three": scenario(3, "fired", "  evidance:\n    - {kernel_count: 3}\n")})
