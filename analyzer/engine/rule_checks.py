@@ -11,6 +11,7 @@ shape (the engine then needs no guard against a `when` that starts a second stat
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 import string
@@ -56,6 +57,26 @@ def _suggest(name: str, choices: set[str] | list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+@functools.lru_cache(maxsize=1024)  # the catalog is loaded again and again by a batch, a test run
+def _trees(queries: tuple[str, ...]) -> list[dict[str, Any]]:
+    """DuckDB's parse trees of the queries, in one call: each call costs milliseconds, and a rule
+    has several `when`s. (The trees are read, never changed.)"""
+    # Quoted as SQL literals, not bound as a parameter: DuckDB retries a failed `import pandas` on
+    # every parameterized execute, which costs more than the parse (the texts hold no NUL: check_rule).
+    literals = ", ".join("'" + q.replace("'", "''") + "'" for q in queries)
+    row = _con().execute(f"SELECT list_transform([{literals}]::VARCHAR[], lambda q: json_serialize_sql(q))").fetchone()
+    return [json.loads(tree) for tree in row[0]] if row else [{"error": True} for _ in queries]
+
+
+def _as_subquery(sql: str) -> str:
+    return f"SELECT * FROM (\n{sql.strip().rstrip(';')}\n) AS rule_rows"  # as the runner reads it
+
+
+def _as_select(when: str) -> str:
+    return f"SELECT ({when}) FROM __rule_rows"
+
+
+@functools.lru_cache(maxsize=1024)
 def sql_problem(sql: str) -> tuple[str, int | None] | None:
     """Why a rule's SQL is not one SELECT, with the line DuckDB's parser names, else None."""
     try:
@@ -68,7 +89,7 @@ def sql_problem(sql: str) -> tuple[str, int | None] | None:
     if statements[0].type != duckdb.StatementType.SELECT:
         return f"must be a SELECT, found {statements[0].type.name}", None
     try:  # the runner reads it as a subquery: a PRAGMA parses as a SELECT but cannot be one
-        _con().extract_statements(f"SELECT * FROM (\n{sql.strip().rstrip(';')}\n) AS rule_rows")
+        _con().extract_statements(_as_subquery(sql))
     except duckdb.Error:
         return "must be a SELECT that can be read as a subquery (not a PRAGMA or other shorthand)", None
     return None
@@ -86,10 +107,10 @@ def _nodes(node: Any) -> Iterator[dict[str, Any]]:
             yield from _nodes(value)
 
 
-def when_problem(when: str, columns: set[str], params: set[str]) -> str | None:
-    """Why `when` is not one expression over `columns` and `$params` of the allowed forms."""
-    raw = _con().execute("SELECT json_serialize_sql(?)", [f"SELECT ({when}) FROM __rule_rows"]).fetchone()
-    tree: dict[str, Any] = json.loads(raw[0]) if raw else {"error": True}
+def when_problem(when: str, columns: set[str], params: set[str], tree: dict[str, Any] | None = None) -> str | None:
+    """Why `when` is not one expression over `columns` and `$params` of the allowed forms.
+    (`tree`: the parse of _as_select(when), when the caller has it.)"""
+    tree = tree if tree is not None else _trees((_as_select(when),))[0]
     if tree.get("error") and tree.get("error_type") == "parser":
         return f"not a SQL expression ({tree.get('error_message', 'unparsable')})"
     if tree.get("error"):  # it parsed, as something other than one SELECT: a smuggled statement
@@ -142,6 +163,11 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
             if name not in tables:
                 fail((key, i), f"no table '{name}'{_suggest(name, tables)}")
     sql_path = f"{str(yaml_path).removesuffix('.yaml')}.sql"
+    if "\x00" in rule.sql:
+        raise RuleSpecError(sql_path, "holds a NUL character")
+    whens = [spec.when for spec in rule.findings] + [part.when or "true" for part in rule.advice]
+    when_trees = _trees(tuple(_as_select(w) for w in whens)) if whens else []
+    finding_trees, advice_trees = when_trees[:len(rule.findings)], when_trees[len(rule.findings):]
     if sql_error := sql_problem(rule.sql):
         raise RuleSpecError(sql_path, sql_error[0], sql_error[1])
     columns = set(rule.columns)
@@ -152,7 +178,7 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
 
     params = set(rule.params)
     for i, spec in enumerate(rule.findings):
-        if problem := when_problem(spec.when, columns, params):
+        if problem := when_problem(spec.when, columns, params, finding_trees[i]):
             fail(("findings", i, "when"), problem)
         column(("findings", i, "impact_ns"), spec.impact_ns)
         if spec.claims is not None:
@@ -161,7 +187,7 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
         for field in template_fields(spec.message):
             column(("findings", i, "message"), field)
     for i, part in enumerate(rule.advice):
-        if part.when is not None and (problem := when_problem(part.when, columns, params)):
+        if part.when is not None and (problem := when_problem(part.when, columns, params, advice_trees[i])):
             fail(("advice", i, "when"), problem)
         for field in template_fields(part.text):
             column(("advice", i, "text"), field)
