@@ -166,6 +166,10 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
     if "\x00" in rule.sql:
         raise RuleSpecError(sql_path, "holds a NUL character")
     whens = [spec.when for spec in rule.findings] + [part.when or "true" for part in rule.advice]
+    for i, when in enumerate(whens):  # (a YAML "\0" escape; DuckDB would cut the query text there)
+        if "\x00" in when:
+            n = len(rule.findings)
+            fail(("findings", i, "when") if i < n else ("advice", i - n, "when"), "holds a NUL character")
     when_trees = _trees(tuple(_as_select(w) for w in whens)) if whens else []
     finding_trees, advice_trees = when_trees[:len(rule.findings)], when_trees[len(rule.findings):]
     if sql_error := sql_problem(rule.sql):
