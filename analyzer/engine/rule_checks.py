@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import RuleSpecError
-from nsys_diagnose.ingest.database import VIEW_SOURCES
+from nsys_diagnose.ingest.database import view_sources
 
 LineOf = Callable[[tuple[str | int, ...]], int | None]
 
@@ -49,7 +49,7 @@ def _con() -> duckdb.DuckDBPyConnection:
 
 def known_tables() -> set[str]:
     """The normalized tables a rule may require: those ingest records as captured or not."""
-    return set(VIEW_SOURCES)
+    return set(view_sources())
 
 
 def _suggest(name: str, choices: set[str] | list[str]) -> str:
