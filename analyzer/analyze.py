@@ -49,7 +49,7 @@ def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bo
 
 
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
-            rule_dirs: list[Path] = (), overrides: dict[str, dict[str, Any]] | None = None,
+            rule_dirs: list[Path] | tuple[Path, ...] = (), overrides: dict[str, dict[str, Any]] | None = None,
             select: list[str] | None = None, use_cache: bool = True, cache_dir: Path | None = None,
             reader: str = "auto", timeline: bool = False) -> Report:
     rules = rules if rules is not None else load_rules(rule_dirs)

@@ -221,6 +221,7 @@ class Analysis:
         if result.status == "skipped":
             warnings.warn(f"rule {rule_id!r} was skipped ({result.reason}): its rows are empty", stacklevel=2)
         frame = pl.from_arrow(rule_table(self.trace.con, self.rules[rule_id], self.overrides.get(rule_id)))
+        assert isinstance(frame, pl.DataFrame)  # (a Table becomes a DataFrame; an Array would be a Series)
         self._rows[rule_id] = frame
         return frame
 
@@ -247,7 +248,7 @@ def _item_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     return args[0] if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) else None
 
 
-def _frame(items: list[BaseModel], model: type[BaseModel] | None) -> pl.DataFrame:
+def _frame(items: typing.Sequence[BaseModel], model: type[BaseModel] | None) -> pl.DataFrame:
     """Models as a flat frame with the columns their JSON Schema declares, typed from it even
     when there are no rows; nested values (objects, lists) become JSON text in `<name>_json`."""
     if model is None:

@@ -16,6 +16,7 @@ import click
 from nsys_diagnose import __version__
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.batch.options import batch_options, is_batch, run_batch
+from nsys_diagnose.cli_options import input_options, rule_options, rules_option
 from nsys_diagnose.compare.command import compare_command
 from nsys_diagnose.config import ProjectConfig, run_options
 from nsys_diagnose.config import load as load_config
@@ -50,10 +51,6 @@ class DefaultGroup(click.Group):
             raise UsageError(f"no command or file '{word}' (did you mean `nsys-diagnose {close[0]}`?)")
 
 
-rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
-                            help="Extra folder of rules (YAML + SQL); may repeat.")
-
-
 def fail_level_reached(report: Report, fail_on: str) -> bool:
     if fail_on == "never":
         return False
@@ -73,6 +70,7 @@ def cli() -> None:
     nsys-diagnose explain gpu-idle-gaps    one rule's documentation
     nsys-diagnose compare BEFORE AFTER     did a change help? noise-aware verdict and deltas
     nsys-diagnose schema report            the JSON Schema of the report (or: compare)
+    nsys-diagnose test-rules my-rules/     run a rules folder's scenarios (my-rules/_fixtures)
     """
 
 
@@ -90,18 +88,14 @@ def project_config(no_config: bool) -> ProjectConfig:
               help="md, json, html; for CI: github (annotations + job summary), sarif, junit.")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
               help="Write the report here (atomically; - for stdout); for a batch, the output folder.")
-@rules_option
-@click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
+@rule_options
 @click.option("--select", multiple=True, metavar="ID|CATEGORY", help="Run only these rules or categories; may repeat.")
 @click.option("--ignore", multiple=True, metavar="ID|CATEGORY", help="Do not run these rules or categories; may repeat.")
 @click.option("--severity", "severities", multiple=True, metavar="ID=LEVEL",
               help="Give every finding of a rule (or category) this severity: info, warning, error; may repeat.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]),
               help="Exit 1 when a finding reaches this severity.  [default: error]")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache (nor, for a batch, the result cache).")
-@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
-@click.option("--reader", type=click.Choice(["auto", "scanner", "sqlite3"]), default="auto", show_default=True,
-              help="How to read the export: DuckDB's sqlite extension, or Python's sqlite3.")
+@input_options
 @click.option("--tables-dir", type=click.Path(path_type=Path), metavar="DIR",
               help="Also write every rule's full result rows here, one file per rule.")
 @click.option("--tables-format", type=click.Choice(TABLE_FORMATS), default="csv", show_default=True,
@@ -169,8 +163,9 @@ def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt:
 
 @cli.command("rules")
 @rules_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: one line per rule; json: every rule's fields, parameters and documentation.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="text: one line per rule; json: every rule's fields, parameters and documentation; "
+                   "markdown: the table of the README.")
 @config_option
 def rules_cmd(rule_dirs, fmt: str, no_config: bool) -> None:
     """List the rules: id, severity, category and summary."""
@@ -179,8 +174,20 @@ def rules_cmd(rule_dirs, fmt: str, no_config: bool) -> None:
     if fmt == "json":
         click.echo(json.dumps([rule_entry(r) for r in rules], indent=2, ensure_ascii=False))
         return
+    if fmt == "markdown":
+        click.echo(rules_table(rules), nl=False)
+        return
     for rule in rules:
         click.echo(f"{rule.id:<28} {rule.severity:<8} {rule.category:<10} {rule.summary}")
+
+
+def rules_table(rules: list[Rule]) -> str:
+    """The README's rule table: one row per rule, from its YAML (a test keeps the README equal)."""
+    def cell(text: str) -> str:
+        return " ".join(text.split()).replace("|", "\\|")
+    rows = [f"| `{r.id}` | {r.category} | {r.severity} | {cell(r.summary)}"
+            f"{' (preview)' if r.status == 'preview' else ''} |" for r in rules]
+    return "\n".join(["| id | category | severity | what it reports |", "|---|---|---|---|", *rows]) + "\n"
 
 
 def rule_entry(rule: Rule) -> dict:
@@ -236,14 +243,47 @@ def schema_cmd(name: str | None, write: bool, check: bool) -> None:
                 click.echo(f"wrote {path}", err=True)
     elif check:
         stale = contracts.stale(names)
-        for path in stale:
-            click.echo(f"{path}: differs from the model; regenerate with `python -m nsys_diagnose schema --write`",
+        for stale_path in stale:
+            click.echo(f"{stale_path}: differs from the model; regenerate with `python -m nsys_diagnose schema --write`",
                        err=True)
         sys.exit(1 if stale else 0)
     elif name is None:
         raise UsageError("schema: name one of report, compare (or give --write or --check)")
     else:
         click.echo(contracts.text(name), nl=False)
+
+
+@cli.command("test-rules")
+@click.argument("rules_dir", type=click.Path(path_type=Path))
+@click.option("--fixtures", type=click.Path(path_type=Path), metavar="DIR",
+              help="Scenario folder: one sub-folder per rule id, each with fires-*.yaml and quiet-*.yaml "
+                   "(default: RULES_DIR/_fixtures).")
+@click.option("--select", multiple=True, metavar="ID", help="Test only these rules; may repeat.")
+def test_rules_cmd(rules_dir: Path, fixtures: Path | None, select: tuple[str, ...]) -> None:
+    """Run the scenarios of a folder of rules (as --rules takes it), like `semgrep test`: each
+    scenario's export through the whole pipeline, its rule's result against what it expects.
+
+    Exit 0 when every scenario passes, 1 when one fails, 2 when a rule or scenario is invalid
+    (an unknown key, a parameter the rule lacks, a quiet-* scenario expecting `fired`, ...).
+    Scenario format: fixtures/rules/README.md of the source repository."""
+    from nsys_diagnose import rule_tests
+
+    rules = load_rules([rules_dir])
+    root = rules_dir.resolve()
+    tested = [r.id for r in rules.values() if Path(r.source).resolve().is_relative_to(root)]
+    if not tested:
+        raise UsageError(f"{rules_dir}: holds no rules (<id>.yaml beside <id>.sql)")
+    if unknown := [s for s in select if s not in tested]:
+        raise UsageError(f"--select: no rule {', '.join(map(repr, unknown))} in {rules_dir}")
+    cases = rule_tests.load_cases(fixtures or rules_dir / "_fixtures", rules, list(select) or tested)
+    failed = 0
+    for case, problems in rule_tests.run_all(cases, rules):
+        failed += bool(problems)
+        click.echo(f"FAIL {case.name}: {'; '.join(map(printable, problems))}" if problems else f"ok   {case.name}")
+    count = len({c.rule_id for c in cases})
+    click.echo(f"{len(cases)} scenarios of {count} rule{'s' * (count != 1)}: "
+               f"{len(cases) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
 
 
 cli.add_command(compare_command)
@@ -256,9 +296,10 @@ def fail(message: object, code: int = 2) -> None:
     sys.exit(code)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point (argv: the arguments, default sys.argv[1:])."""
     try:
-        cli.main(standalone_mode=False)
+        cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
         fail("interrupted", 130)
     except click.ClickException as e:

@@ -103,7 +103,7 @@ def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=
     the config's value; --set and --severity win per parameter and per rule; --rules folders come
     after the config's (a rule of the same id replaces the earlier one)."""
     from nsys_diagnose.engine.catalog import load_rules
-    from nsys_diagnose.engine.runner import parse_overrides
+    from nsys_diagnose.engine.params import parse_overrides
     from nsys_diagnose.engine.selection import (
         merge_overrides,
         overrides_from,

@@ -30,7 +30,7 @@ class _AlwaysWritten(GenerateJsonSchema):
         return super().field_is_required(field, total)
 
 
-def _models() -> dict[str, tuple[type[BaseModel], str, str]]:
+def _models() -> dict[str, tuple[type[BaseModel], typing.Literal["validation", "serialization"], str]]:
     from nsys_diagnose.compare.contract import Comparison
     from nsys_diagnose.engine.model import Report
 

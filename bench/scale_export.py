@@ -109,7 +109,7 @@ def build_anchors(con, tables, cap):
     gb/ga are the free time before/after the call on its thread, up to the previous/next launch or
     existing NVTX boundary (capped), so nests never cross each other or the source's own ranges."""
     gpu = " UNION ".join(f"SELECT correlationId, globalPid FROM src.{q(t)}" for t in GPU_TABLES if t in tables)
-    con.execute(f"CREATE TEMP TABLE _gpu(cid INT, pid INT, PRIMARY KEY (cid, pid)) WITHOUT ROWID")
+    con.execute("CREATE TEMP TABLE _gpu(cid INT, pid INT, PRIMARY KEY (cid, pid)) WITHOUT ROWID")
     con.execute(f"INSERT OR IGNORE INTO _gpu {gpu}")
     bounds = ""
     if "NVTX_EVENTS" in tables:
@@ -175,7 +175,7 @@ def add_nvtx(con, tables, ntiles, nvtx_rows, cap):
     con.execute("CREATE TEMP TABLE _sd(stack INT PRIMARY KEY, d INT)")
     con.execute("CREATE TEMP TABLE _leaves(lid INT PRIMARY KEY, text TEXT)")
     con.executemany("INSERT INTO _vocab VALUES (?, ?, ?)",
-                    [(i, l, txt) for i, st in enumerate(STACKS) for l, txt in enumerate(st)])
+                    [(i, level, txt) for i, st in enumerate(STACKS) for level, txt in enumerate(st)])
     con.executemany("INSERT INTO _sd VALUES (?, ?)", [(i, len(st)) for i, st in enumerate(STACKS)])
     con.executemany("INSERT INTO _leaves VALUES (?, ?)", list(enumerate(LEAVES)))
     per_tile = -(-need // ntiles)
@@ -261,7 +261,7 @@ def build(src, tmp, a):
     master = con.execute("SELECT type, name, sql FROM src.sqlite_master WHERE sql IS NOT NULL "
                          "AND name NOT LIKE 'sqlite_%' ORDER BY rowid").fetchall()
     con.execute("BEGIN")
-    for typ, name, sql in master:
+    for typ, _name, sql in master:
         if typ == "table":
             con.execute(sql)  # the DDL verbatim, comments included
     tables = {n: columns(con, "src", n) for typ, n, _ in master if typ == "table"}
@@ -284,7 +284,7 @@ def build(src, tmp, a):
         if "NVTX_EVENTS" not in tables or RUNTIME not in tables:
             sys.exit("--nvtx-heavy needs NVTX_EVENTS and CUPTI_ACTIVITY_KIND_RUNTIME in the source")
         added = add_nvtx(con, tables, ntiles, int(a.nvtx_rows), min(20_000, a.gap_ns // 2))
-    for typ, name, sql in master:
+    for typ, _name, sql in master:
         if typ != "table":
             con.execute(sql)  # explicit indexes/views/triggers after the data (nsys makes none)
     con.execute("COMMIT")

@@ -1,70 +1,13 @@
-"""Build small nsys-shaped SQLite exports from Python dicts (for rule fixtures and bad inputs)."""
+"""Synthetic exports for the tests: the package's builder (nsys_diagnose.synthetic) and helpers."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import yaml
+from nsys_diagnose.synthetic import expand, quote_ident, write_export
 
-
-def _sql_type(values: list[Any]) -> str:
-    kinds = {type(v) for v in values if v is not None}
-    if kinds <= {int, bool}:
-        return "INTEGER"
-    if kinds <= {int, float, bool}:
-        return "REAL"
-    return "TEXT"
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def write_export(tables: dict[str, list[dict[str, Any]]], path: Path) -> Path:
-    """One table per key; columns are the union of the rows' keys, typed from their values."""
-    con = sqlite3.connect(path)
-    for name, rows in tables.items():
-        cols: list[str] = []
-        for row in rows:
-            cols += [c for c in row if c not in cols]
-        if not cols:
-            continue
-        types = {c: _sql_type([r.get(c) for r in rows]) for c in cols}
-        con.execute(f'CREATE TABLE "{name}" (' + ", ".join(f'"{c}" {types[c]}' for c in cols) + ")")
-        con.executemany(f'INSERT INTO "{name}" VALUES (' + ",".join("?" * len(cols)) + ")",
-                        [[r.get(c) for c in cols] for r in rows])
-    con.commit()
-    con.close()
-    return path
-
-
-def expand(given: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Fixture shorthand: `strings: {id: text}` becomes StringIds; `repeat: {n, every_ns}` on a row
-    copies it n times shifted by every_ns (start, end, correlationId advance)."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for table, rows in given.items():
-        if table == "strings":
-            out["StringIds"] = [{"id": int(k), "value": v} for k, v in rows.items()]
-            continue
-        expanded = []
-        for row in rows:
-            rep = row.pop("repeat", None) if isinstance(row, dict) else None
-            if not rep:
-                expanded.append(row)
-                continue
-            for i in range(rep["n"]):
-                r = dict(row)
-                shift = i * rep["every_ns"]
-                for key in ("start", "end"):
-                    if r.get(key) is not None:
-                        r[key] += shift
-                if r.get("correlationId") is not None:
-                    r["correlationId"] += i * rep.get("corr_step", 1)
-                expanded.append(r)
-        out[table] = expanded
-    return out
+__all__ = ["expand", "quote_ident", "write_export", "export_from_yaml", "union"]
 
 
 def export_from_yaml(yaml_path: Path, out: Path) -> Path:

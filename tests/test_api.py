@@ -8,10 +8,9 @@ import subprocess
 import sys
 import warnings
 
+import nsys_diagnose
 import polars as pl
 import pytest
-
-import nsys_diagnose
 from nsys_diagnose.engine.model import Report
 from nsys_diagnose.errors import DiagnoseError, UsageError
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import pytest
-
 from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES, H200, PUBLIC

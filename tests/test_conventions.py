@@ -8,7 +8,6 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from nsys_diagnose.engine.catalog import load_rules
 
 from .cli_harness import assert_one_line_error, call_cli

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.ingest.database import open_trace
 

@@ -184,7 +184,7 @@ def test_invariants(trace):
             assert g["busy_ns"] == busy and g["busy_ns"] + g["idle_ns"] == g["span_ns"] == span
             for col in ("utilization_pct", "idle_pct", "gap_share_pct", "steady_idle_pct", "steady_gap_pct"):
                 assert g[col] is None or 0 <= g[col] <= 100, (col, g[col])
-        for (s1, e1), (s2, e2) in zip(mine, mine[1:]):
+        for (_s1, e1), (s2, _e2) in zip(mine, mine[1:]):
             assert e1 <= s2  # disjoint
         for s, e in mine:
             assert start <= s < e <= end  # inside the window

@@ -7,7 +7,6 @@ import json
 
 import jsonschema
 import pytest
-
 from nsys_diagnose import contracts
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.compare import compare

@@ -18,6 +18,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 from nsys_diagnose.engine import runner as engine
 from nsys_diagnose.engine.catalog import load_rule, load_rules
@@ -189,7 +190,8 @@ def test_unwritable_output_is_one_line(export_copy, tmp_path):
 def rule_yaml(rule_id: str, when: str | None = None, extra: str = "") -> str:
     findings = f"findings:\n  - when: {json.dumps(when)}\n    message: 'hit {{x}}'\n" if when else ""
     return (f"id: {rule_id}\ntitle: {rule_id}\ncategory: hostile\nseverity: error\nsummary: A hostile rule.\n"
-            f"docs: {{what: tries to escape, why: to test the sandbox, fix: none}}\n{findings}{extra}")
+            f"docs: {{what: tries to escape, why: to test the sandbox, fix: none}}\n"
+            f"columns: {{x: a value, y: another value, b: bytes}}\n{findings}{extra}")
 
 
 def write_rule(folder: Path, rule_id: str, sql: str, when: str | None = None, extra: str = "") -> Path:
@@ -200,8 +202,7 @@ def write_rule(folder: Path, rule_id: str, sql: str, when: str | None = None, ex
 
 
 def hostile_sql(canary: Path) -> dict[str, str]:
-    """Rule id -> SQL that would read or write outside the database, or change it."""
-    c = canary
+    """Rule id -> a SELECT that would read outside the database: it loads, and the sandbox stops it."""
     return {
         "read-csv": "SELECT * FROM read_csv('/etc/passwd')",
         "read-text": "SELECT content AS x FROM read_text('/etc/passwd')",
@@ -209,6 +210,14 @@ def hostile_sql(canary: Path) -> dict[str, str]:
         "replacement-scan": "SELECT * FROM '/etc/passwd'",
         "glob": "SELECT file AS x FROM glob('/*')",
         "read-export": f"SELECT * FROM sqlite_scan('{EXPORT}', 'StringIds')",
+        "query-function": f"SELECT * FROM query('COPY (SELECT 1) TO ''{canary}/query.csv''')",
+    }
+
+
+def hostile_statements(canary: Path) -> dict[str, str]:
+    """Rule id -> SQL that is not one SELECT: it would write, attach, load or change settings."""
+    c = canary
+    return {
         "copy-to": f"COPY (SELECT 1 AS x) TO '{c}/copy.csv'",
         "export-database": f"EXPORT DATABASE '{c}/dump'",
         "attach-file": f"ATTACH '{c}/evil.duckdb' AS evil",
@@ -224,8 +233,35 @@ def hostile_sql(canary: Path) -> dict[str, str]:
         "set": "SET threads = 1",
         "checkpoint": "CHECKPOINT",
         "multi-statement": f"SELECT 1 AS x; COPY (SELECT 1 AS x) TO '{c}/multi.csv'",
-        "query-function": f"SELECT * FROM query('COPY (SELECT 1) TO ''{c}/query.csv''')",
     }
+
+
+def test_rules_that_are_not_one_select_do_not_load(tmp_path):
+    """Refused when the rule loads, naming its .sql file: nothing of the folder runs."""
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    for name, sql in hostile_statements(canary).items():
+        folder = tmp_path / name
+        write_rule(folder, f"hostile-{name}", sql)
+        with pytest.raises(RuleSpecError) as err:
+            load_rules([folder])
+        want = "must hold exactly one statement, found 2" if name == "multi-statement" else "must be a SELECT"
+        assert str(err.value).startswith(f"{folder / f'hostile-{name}.sql'}: {want}"), str(err.value)
+    r = call_cli(EXPORT, "--rules", tmp_path / "copy-to", "--fail-on", "never")
+    one_line_error(r, f"{tmp_path / 'copy-to' / 'hostile-copy-to.sql'}: must be a SELECT, found COPY")
+    assert list(canary.iterdir()) == []
+
+
+def test_sandbox_refuses_what_the_loader_refuses(trace, tmp_path):
+    """Defence in depth: the rule connection itself cannot run those statements either."""
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    for name, sql in hostile_statements(canary).items():
+        if name in ("pragma", "set", "checkpoint", "create-temp"):
+            continue  # they touch no file (a temp table is in memory); only the loader refuses them
+        with pytest.raises(duckdb.Error):
+            trace.con.execute(sql)
+    assert list(canary.iterdir()) == []
 
 
 SMUGGLE = "true) AS f FROM (SELECT 1) q; CREATE TEMP TABLE smuggled AS SELECT 1 AS x; SELECT (true"
@@ -241,11 +277,10 @@ def test_hostile_rule_folder(tmp_path):
     for name, sql in hostile_sql(canary).items():
         write_rule(folder, f"hostile-{name}", sql)
         ids.append(f"hostile-{name}")
-    write_rule(folder, "hostile-when", "SELECT 1 AS x", when=SMUGGLE)
     write_rule(folder, "hostile-cross-join", "SELECT count(*) AS x FROM range(1000000) a, range(1000000) b")
     write_rule(folder, "hostile-recursion",
                "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT max(i) AS x FROM r")
-    ids += ["hostile-when", "hostile-cross-join", "hostile-recursion"]
+    ids += ["hostile-cross-join", "hostile-recursion"]
     out = tmp_path / "r.json"
     started = time.monotonic()
     r = run_cli(EXPORT, "--rules", folder, "--format", "json", "-o", out, "--fail-on", "never",
@@ -260,8 +295,6 @@ def test_hostile_rule_folder(tmp_path):
         assert "\n" not in result["reason"]
     for rule_id in ("hostile-cross-join", "hostile-recursion"):
         assert "interrupted after 1 s" in by_id[rule_id]["reason"] and by_id[rule_id]["seconds"] < 10
-    assert "one SQL expression" in by_id["hostile-when"]["reason"]
-    assert "exactly one statement" in by_id["hostile-multi-statement"]["reason"]
     assert list(canary.iterdir()) == []
     for rule_id in CORE:
         assert by_id[rule_id]["status"] in ("fired", "passed"), by_id[rule_id]
@@ -275,14 +308,35 @@ def trace():
     t.close()
 
 
-def test_smuggled_statement_never_runs(trace, tmp_path):
-    """Without the check, DuckDB would run all three statements the `when` splices together."""
-    rule = load_rule(write_rule(tmp_path, "smuggler", "SELECT 1 AS x", when=SMUGGLE))
-    result = run_rule(trace.con, rule, {}, trace.captured)
-    assert result.status == "error" and "one SQL expression" in result.reason
-    tables = trace.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'smuggled'").fetchone()[0]
-    assert tables == 0
-    assert len(trace.con.extract_statements(engine._composed_sql(rule))) == 3  # the danger was real
+def test_smuggled_statement_never_loads(trace, tmp_path):
+    """A `when` that closes its parenthesis and starts a second statement is refused at load, with
+    the YAML line; spliced in unchecked, DuckDB would have run all three statements."""
+    path = write_rule(tmp_path, "smuggler", "SELECT 1 AS x", when=SMUGGLE)
+    with pytest.raises(RuleSpecError) as err:
+        load_rule(path)
+    assert str(err.value) == f"{path}:9: findings.0.when: must be one SQL expression over the result columns"
+    rule = load_rule(write_rule(tmp_path, "smuggler", "SELECT 1 AS x", when="x > 0"))
+    spec = rule.findings[0].model_copy(update={"when": SMUGGLE})
+    unchecked = rule.model_copy(update={"findings": [spec]})
+    assert len(trace.con.extract_statements(engine._composed_sql(unchecked))) == 3  # the danger was real
+
+
+@pytest.mark.parametrize("when, problem", [
+    ("(SELECT max(x) FROM kernels) > 0", "subquery is not allowed"),
+    ("sum(x) > 0", "function sum is not allowed"),
+    ("x > 0 AND no_such > 1", "column 'no_such' is not among the rule's `columns:`"),
+    ("x > $nope", "parameter $nope is not among the rule's `params:`"),
+    ("kernels.x > 0", "column 'kernels.x' is not among"),
+    ("x > 0) AS f, (1", "must be one SQL expression"),
+    ("x > 0 -- comment", "not a SQL expression"),
+    ("row_number() OVER () = 1", "is not allowed"),
+    ("list_filter([x], v -> v > 0) = [1]", "is not allowed"),
+])
+def test_when_is_an_expression_over_the_columns(tmp_path, when, problem):
+    path = write_rule(tmp_path, "w", "SELECT 1 AS x", when=when)
+    with pytest.raises(RuleSpecError) as err:
+        load_rule(path)
+    assert str(err.value).startswith(f"{path}:9: findings.0.when: ") and problem in str(err.value), str(err.value)
 
 
 def test_rule_connection_is_read_only_and_closed_to_files(trace):
@@ -312,14 +366,10 @@ def test_runaway_result_is_cut(trace, tmp_path, monkeypatch):
 
 
 def test_failing_rules_are_errors_and_the_others_run(tmp_path):
-    """Broken SQL, a bad `when`, a bad template: each is `error`, naming its file (and the SQL
-    line where DuckDB gives one); every other rule still runs."""
+    """SQL that fails to bind, a template that fails on a value: each is `error`, naming its file
+    (and the SQL line where DuckDB gives one); every other rule still runs."""
     folder = tmp_path / "broken"
     write_rule(folder, "bad-column", "\n-- leading comment\nSELECT count(*) AS x\nFROM kernels\nWHERE no_such > 1\n")
-    write_rule(folder, "bad-when", "SELECT 1 AS x", when="no_such_column > 1")
-    write_rule(folder, "bad-template", "SELECT 1 AS x", when="true", extra="")
-    (folder / "bad-template.yaml").write_text(rule_yaml("bad-template").replace(
-        "docs:", "findings: [{when: 'true', message: '{nope:dur}'}]\ndocs:"))
     write_rule(folder, "bad-format", "SELECT 'text' AS x")
     (folder / "bad-format.yaml").write_text(rule_yaml("bad-format").replace(
         "docs:", "findings: [{when: 'true', message: '{x:dur}'}]\ndocs:"))
@@ -334,8 +384,6 @@ def test_failing_rules_are_errors_and_the_others_run(tmp_path):
     by_id = {x["id"]: x for x in doc["rules"]}
     assert by_id["bad-column"]["status"] == "error"
     assert by_id["bad-column"]["reason"].startswith(f"{folder / 'bad-column.sql'}:5: Binder Error")
-    assert by_id["bad-when"]["reason"].startswith(f"{folder / 'bad-when.yaml'}: Binder Error")
-    assert by_id["bad-template"]["reason"].startswith(f"{folder / 'bad-template.yaml'}: message template")
     assert by_id["bad-format"]["status"] == "error"
     # values JSON cannot carry (inf, NaN, raw bytes) become null / text, not a broken report
     assert by_id["infinite-impact"]["status"] == "fired"
@@ -374,10 +422,10 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
 
 def test_unknown_keys_name_the_line(tmp_path):
     err = yaml_error(tmp_path, rule_yaml("r") + "sevrity: info\n")
-    assert (err.line, "unknown key" in str(err)) == (7, True)
+    assert (err.line, "unknown key" in str(err)) == (8, True)
     err = yaml_error(tmp_path, rule_yaml("r") + "params:\n  p: {type: int, default: 1, unit: ns, why: long enough reason,"
                      " dflt: 2}\n")
-    assert err.line == 8 and "params.p.dflt: unknown key" in str(err)
+    assert err.line == 9 and "params.p.dflt: unknown key" in str(err)
     err = yaml_error(tmp_path, rule_yaml("r").replace("severity: error", "severity: fatal"))
     assert err.line == 4 and "severity" in str(err)
 

@@ -5,7 +5,6 @@ only public tables."""
 from __future__ import annotations
 
 import pytest
-
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest import database, schema, sql_library
 from nsys_diagnose.ingest.database import open_trace

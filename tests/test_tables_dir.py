@@ -7,7 +7,6 @@ import json
 
 import polars as pl
 import pyarrow as pa
-
 from nsys_diagnose.report.tables import encode
 
 from .cli_harness import assert_one_line_error, call_cli

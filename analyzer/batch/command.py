@@ -16,7 +16,7 @@ from typing import Any
 import click
 from nsys_diagnose.batch import ranks, summary
 from nsys_diagnose.batch.cache import ResultCache, result_key
-from nsys_diagnose.batch.discover import Found, has_magic, discover
+from nsys_diagnose.batch.discover import Found, discover, has_magic
 from nsys_diagnose.batch.progress import progress
 from nsys_diagnose.batch.run import Work, check_dask, run_jobs
 from nsys_diagnose.batch.work import Job, Outcome, analyze_job

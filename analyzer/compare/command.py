@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from nsys_diagnose.cli_options import input_options, rule_options
 from nsys_diagnose.compare.comparison import compare
 from nsys_diagnose.compare.render import FORMATS
 from nsys_diagnose.compare.verdict import Settings
@@ -36,15 +37,12 @@ from nsys_diagnose.output import output_file, write_atomic
               help="Fewest timed steps per run for a verdict (fewer: inconclusive).")
 @click.option("--assume-comparable", is_flag=True,
               help="Compare even when the preflight says the runs are not comparable.")
-@click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
-              help="Extra folder of rules for the findings diff; may repeat.")
-@click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE", help="Override a rule parameter; may repeat.")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the ingest cache.")
-@click.option("--cache-dir", type=click.Path(path_type=Path), help="Cache folder (default ~/.cache/nsys-diagnose).")
+@rule_options
+@input_options
 def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fail_pct: float | None,
                     fail_on_inconclusive: bool, min_effect: float, alpha: float, confidence: float,
                     min_steps: int, assume_comparable: bool, rule_dirs, sets, no_cache: bool,
-                    cache_dir: Path | None) -> None:
+                    cache_dir: Path | None, reader: str) -> None:
     """Compare two exports of one program, BEFORE and AFTER a change: improved, regressed,
     no-change, not-comparable or inconclusive, with the effect size, its uncertainty and what
     moved it."""
@@ -57,7 +55,7 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
     settings = Settings(min_effect_pct=min_effect, alpha=alpha, confidence=confidence, min_steps=min_steps,
                         assume_comparable=assume_comparable)
     result = compare(before, after, settings=settings, rules=rules, overrides=overrides,
-                     use_cache=not no_cache, cache_dir=cache_dir)
+                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader)
     text = FORMATS[fmt](result, fail_pct)
     if target is not None:
         write_atomic(target, text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from statistics import median
+from typing import Any
 
 import duckdb
 from nsys_diagnose.compare.stats import fmean, mann_whitney
@@ -275,7 +276,7 @@ IDENTITY_NUMBERS = ("device_id",)
 def finding_key(f: Finding, pid_rank: dict[int, int]) -> tuple:
     """What a finding is about, independent of its numbers: the rule, the text fields of its
     evidence (kernel, API, copy kind), the device and which process (by rank, as pids differ)."""
-    parts = [f.rule_id]
+    parts: list[Any] = [f.rule_id]
     for k, v in sorted(f.evidence.items()):
         if isinstance(v, str) and len(v) <= 500:
             parts.append((k, v))
@@ -297,10 +298,10 @@ class FindingChange:
 
 def findings_diff(before: Report, after: Report, ranks_a: dict[int, int], ranks_b: dict[int, int],
                   rules: dict[str, Rule] | None = None) -> dict:
-    ka = {}
+    ka: dict[tuple, Finding] = {}
     for f in before.findings:
         ka.setdefault(finding_key(f, ranks_a), f)
-    kb = {}
+    kb: dict[tuple, Finding] = {}
     for f in after.findings:
         kb.setdefault(finding_key(f, ranks_b), f)
     hidden_before, hidden_after = _hides_kernels(before), _hides_kernels(after)

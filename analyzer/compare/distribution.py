@@ -5,6 +5,7 @@ the median says nothing about how long the run takes."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import mean
 
@@ -27,7 +28,7 @@ class Distribution:
     note: str | None         # "3 of 18 steps take 70 % of the time", when the tail matters
 
 
-def quantile(values: list[float], q: float) -> float:
+def quantile(values: Sequence[float], q: float) -> float:
     """Linear interpolation between order statistics (numpy's default, 'type 7')."""
     xs = sorted(values)
     pos = q * (len(xs) - 1)
@@ -36,7 +37,7 @@ def quantile(values: list[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def describe(periods: list[float]) -> Distribution:
+def describe(periods: Sequence[float]) -> Distribution:
     if not periods:
         raise ValueError("no step periods to describe")
     mid = quantile(periods, 0.5)

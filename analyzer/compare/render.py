@@ -200,11 +200,11 @@ def render_markdown(c: Comparison, fail_pct: float | None = None) -> str:
         lines += [f"## {title} ({scope})", "", f"{len(rows)} name{plural}: {counts}. Ranked by the size of the change.",
                   ""]
         lines += _item_table(rows[:TOP_ITEMS], label, scope)
-        rest = rows[TOP_ITEMS:]
-        if rest:
-            changed = sum(d.status != "same" for d in rest)
-            lines += ["", f"<details><summary>{len(rest)} more ({changed} changed)</summary>", ""]
-            lines += _item_table(rest[:200], label, scope) + ["", "</details>"]
+        more = rows[TOP_ITEMS:]
+        if more:
+            changed = sum(d.status != "same" for d in more)
+            lines += ["", f"<details><summary>{len(more)} more ({changed} changed)</summary>", ""]
+            lines += _item_table(more[:200], label, scope) + ["", "</details>"]
         lines.append("")
 
     if c.verdict == "not-comparable":

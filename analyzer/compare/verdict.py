@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
+from typing import Any
 
 from nsys_diagnose.compare.distribution import Distribution, describe
 from nsys_diagnose.compare.stats import fmean, mad, mann_whitney, mean_change_ci
@@ -80,7 +81,7 @@ def _timeline(a: StepSeries, b: StepSeries) -> str:
 def compare_steps(a: StepSeries, b: StepSeries, s: Settings) -> StepComparison:
     mean_a, mean_b = fmean(a.periods_ns), fmean(b.periods_ns)
     med_a, med_b = median(a.periods_ns), median(b.periods_ns)
-    base = dict(before_pid=a.pid, after_pid=b.pid, step_name=a.name if a.name == b.name else f"{a.name} / {b.name}",
+    base: dict[str, Any] = dict(before_pid=a.pid, after_pid=b.pid, step_name=a.name if a.name == b.name else f"{a.name} / {b.name}",
                 metric=METRIC, timeline=_timeline(a, b), before_steps=a.timed, after_steps=b.timed,
                 before_mean_ns=mean_a, after_mean_ns=mean_b, change_pct=(mean_b / mean_a - 1) * 100 if mean_a else 0.0,
                 throughput_ratio=mean_a / mean_b if mean_b else None,

@@ -48,7 +48,7 @@ def bounded(cursor: duckdb.DuckDBPyConnection, sql: str, args: dict[str, Any]) -
     return f"SELECT {', '.join(select)} FROM ({sql}) AS bounded_rows", columns
 
 
-def unwrap(columns: list[tuple[str, str]], raw: list[tuple]) -> tuple[list[str], list[list[Any]]]:
+def unwrap(columns: list[tuple[str, str]], raw: list[tuple[Any, ...]]) -> tuple[list[str], list[list[Any]]]:
     """The rows of bounded()'s SQL as (names, rows): every cut value marked as cut."""
     kinds = [_variable(t) for _, t in columns]
     rows = []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.engine.params import check_default
+from nsys_diagnose.engine.rule_checks import check_rule
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.files import NotRegularFile, TooLarge, read_regular
 from pydantic import ValidationError
@@ -19,9 +21,9 @@ def builtin_rules_dir() -> Path:
     return Path(str(resources.files("nsys_diagnose.rules")))
 
 
-def _line_of(node: yaml.Node, loc: tuple) -> int | None:
+def line_of(node: yaml.Node, loc: tuple[str | int, ...]) -> int | None:
     """Line (1-based) of the YAML node at a pydantic error location, as deep as it resolves."""
-    line = node.start_mark.line + 1
+    line: int = node.start_mark.line + 1
     for key in loc:
         if isinstance(node, yaml.MappingNode):
             match = [(k, v) for k, v in node.value if k.value == key]
@@ -45,7 +47,7 @@ def _read(path: Path) -> str:
     except UnicodeDecodeError as e:
         raise RuleSpecError(path, f"is not UTF-8 text (byte {e.start})") from None
     except (NotRegularFile, TooLarge) as e:
-        raise RuleSpecError(path, e.strerror) from None
+        raise RuleSpecError(path, e.strerror or str(e)) from None
     except OSError as e:
         raise RuleSpecError(path, f"cannot be read ({e.strerror or e})") from None
 
@@ -74,7 +76,9 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], open_: set[int]) -> in
     return memo[key]
 
 
-def load_rule(yaml_path: Path) -> Rule:
+def read_yaml(yaml_path: Path) -> tuple[Any, yaml.Node | None]:
+    """A YAML file's value and its node tree (for line numbers), read as safely as a rule: a
+    regular UTF-8 file, the safe loader, aliases expanding to at most MAX_YAML_VALUES values."""
     text = _read(yaml_path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -87,7 +91,12 @@ def load_rule(yaml_path: Path) -> Rule:
                             mark.line + 1 if mark else None) from None
     except RecursionError:
         raise RuleSpecError(yaml_path, "invalid YAML: nested too deeply") from None
-    if not isinstance(data, dict):
+    return data, node
+
+
+def load_rule(yaml_path: Path) -> Rule:
+    data, node = read_yaml(yaml_path)
+    if not isinstance(data, dict) or node is None:
         raise RuleSpecError(yaml_path, "a rule file must be a YAML mapping", 1)
     sql_path = yaml_path.with_suffix(".sql")
     if not sql_path.exists():
@@ -98,13 +107,14 @@ def load_rule(yaml_path: Path) -> Rule:
         err = e.errors()[0]
         loc = tuple(err["loc"])
         what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        raise RuleSpecError(yaml_path, f"{'.'.join(map(str, loc))}: {what}", _line_of(node, loc)) from None
+        raise RuleSpecError(yaml_path, f"{'.'.join(map(str, loc))}: {what}", line_of(node, loc)) from None
     for name, spec in rule.params.items():
         if problem := check_default(spec):
-            raise RuleSpecError(yaml_path, f"params.{name}: {problem}", _line_of(node, ("params", name)))
+            raise RuleSpecError(yaml_path, f"params.{name}: {problem}", line_of(node, ("params", name)))
     if rule.id != yaml_path.stem:
         raise RuleSpecError(yaml_path, f"rule id '{rule.id}' must match the file name '{yaml_path.stem}'",
-                            _line_of(node, ("id",)))
+                            line_of(node, ("id",)))
+    check_rule(rule, yaml_path, lambda loc: line_of(node, loc))
     return rule
 
 

@@ -46,10 +46,10 @@ def _number(raw: str, typ: str) -> int | float:
         if not INT64[0] <= number <= INT64[1]:
             raise ValueError("outside the 64-bit integer range")
         return number
-    number = float(text)  # ValueError for words
-    if not math.isfinite(number):
+    real = float(text)  # ValueError for words
+    if not math.isfinite(real):
         raise ValueError("not a finite number")
-    return number
+    return real
 
 
 def _in_range(value: int | float, spec: Param) -> None:

@@ -2,7 +2,9 @@
 
 A rule's SQL is one read-only SELECT with DuckDB named parameters; its result rows are the
 evidence table. Each finding spec's `when` is a SQL boolean expression evaluated over those
-rows; the rows where it holds become findings, with the message rendered from the row.
+rows; the rows where it holds become findings, with the message rendered from the row. Both are
+checked when the rule loads (rule_checks.py), so a rule here is one SELECT and each `when` one
+expression over its columns.
 """
 
 from __future__ import annotations
@@ -94,14 +96,6 @@ def advice(rule: Rule, row: dict[str, Any], evidence: dict[str, Any]) -> str:
     return " ".join(" ".join(p.split()) for p in parts) or rule.docs.fix
 
 
-def check_sql(con: duckdb.DuckDBPyConnection, rule: Rule) -> None:
-    statements = con.extract_statements(rule.sql)
-    if len(statements) != 1:
-        raise ValueError(f"{rule.id}.sql must hold exactly one statement, found {len(statements)}")
-    if statements[0].type != duckdb.StatementType.SELECT:
-        raise ValueError(f"{rule.id}.sql must be a SELECT, found {statements[0].type.name}")
-
-
 def _where(rule: Rule, error: Exception, composed: str | None) -> str:
     """`file:line` of a SQL error, from DuckDB's `LINE n:` in the SQL it ran: the rule's SQL, or
     the composed SQL, where the `when` expressions come before the rule's (stripped) SQL."""
@@ -117,15 +111,6 @@ def _where(rule: Rule, error: Exception, composed: str | None) -> str:
     return f"{Path(rule.source).with_suffix('.sql')}:{line}"
 
 
-def check_composed(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:
-    """The SQL with the `when` expressions spliced in must still be one SELECT: a `when` that
-    closes its parenthesis and starts a second statement is refused, not run."""
-    statements = con.extract_statements(sql)
-    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-        raise ValueError("a findings `when` must be one SQL expression over the result columns")
-    return statements[0]
-
-
 def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
              captured: dict[str, bool]) -> RuleResult:
     base = dict(id=rule.id, title=rule.title, category=rule.category)
@@ -139,12 +124,11 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
     timer = threading.Timer(timeout_s, cursor.interrupt)
     sql = None
     try:
-        check_sql(cursor, rule)
-        sql = _composed_sql(rule)
-        used = check_composed(cursor, sql).named_parameters
+        sql = _composed_sql(rule)  # one SELECT: the catalog checked its SQL and `when`s (rule_checks.py)
+        used = cursor.extract_statements(sql)[0].named_parameters
         timer.start()
 
-        def query():
+        def query() -> tuple[list[str], list[list[Any]]]:
             args = {k: v for k, v in params.items() if k in used}
             capped, columns = bounds.bounded(cursor, sql, args)  # values cut in DuckDB (bounds.py)
             return bounds.unwrap(columns, cursor.execute(capped, args).fetchmany(MAX_RULE_ROWS + 1))
@@ -194,6 +178,6 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
                       seconds=time.perf_counter() - started)
 
 
-def _failed(base: dict, reason: str, started: float) -> RuleResult:
+def _failed(base: dict[str, Any], reason: str, started: float) -> RuleResult:
     return RuleResult(**base, status="error", reason=limits.clip(reason, limits.MAX_REASON_BYTES),
                       seconds=time.perf_counter() - started)

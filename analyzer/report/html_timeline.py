@@ -385,6 +385,7 @@ def timeline_section(report: Report) -> str:
         rows.append(row(label, cls, order, device_body((t.device_id, t.pid), report, gaps, shared), t.label))
     layer = '<div class="layer"><div class="sel"></div><div class="cursor"></div></div>'
     first = 1 if fine else 0
+    data: dict[str, Any]  # a JSON document, grown below for the focus window
     data = {"start": tl.start_ns, "end": tl.end_ns, "view": [v0, v1], "res": [res_data(tl)], "first": first,
             "windows": [[w.start_ns, w.end_ns] for w in tl.steady], "lead": lead,
             "names": sorted(names, key=names.get),

@@ -140,10 +140,10 @@ def render(report: Report) -> str:
         for p in m.processes:
             out.append(f"| {p.pid} | {cell('name', p.name)} | {p.device_id} | {duration(p.busy_ns)} | {pct(p.utilization_pct)} |")
     out += ["", "## Rules", "", "| rule | status | findings | note |", "|---|---|---|---|"]
-    for r in report.rules:
-        out.append(f"| `{r.id}` | {r.status} | {len(r.findings)} | {cell('reason', r.reason)} |")
-    for r in report.rules:
-        rows = table(r)
+    for result in report.rules:
+        out.append(f"| `{result.id}` | {result.status} | {len(result.findings)} | {cell('reason', result.reason)} |")
+    for result in report.rules:
+        rows = table(result)
         if rows:
-            out += ["", f"## {r.title} (`{r.id}`)", "", *rows]
+            out += ["", f"## {result.title} (`{result.id}`)", "", *rows]
     return "\n".join(out) + "\n"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from nsys_diagnose.engine.model import Finding, Report, Rule
 
@@ -59,7 +60,7 @@ def render(report: Report, rules: dict[str, Rule]) -> str:
     location = {"physicalLocation": {"artifactLocation": {"uri": uri, "index": 0}}}
     results = []
     for f in report.findings:
-        result = {"ruleId": f.rule_id, "level": LEVEL[f.severity], "message": {"text": f.message},
+        result: dict[str, Any] = {"ruleId": f.rule_id, "level": LEVEL[f.severity], "message": {"text": f.message},
                   "locations": [location], "partialFingerprints": {"nsysDiagnoseFinding/v1": fingerprint(f)},
                   "properties": {"impact_ns": f.impact_ns, "fix": f.fix.strip(), "evidence": f.evidence}}
         for extra in ("recoverable_ns", "claim", "note"):  # the step-time budget's part, where known

@@ -17,6 +17,7 @@ from nsys_diagnose.engine.runner import plain
 from nsys_diagnose.engine.tables import rule_table
 from nsys_diagnose.output import write_atomic
 
+
 def _flat(table: pa.Table) -> pa.Table:
     """CSV has no lists or structs: such columns become JSON text (Parquet keeps them)."""
     for i, f in enumerate(table.schema):
