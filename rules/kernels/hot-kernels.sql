@@ -1,8 +1,13 @@
 -- One row per kernel name (demangled), most GPU time first; pid and device_id: the process
--- and device of its longest launch, for the budget slice of its class that a finding claims.
-WITH per_kernel AS (
+-- and device where it takes the most time, for the budget slice of its class a finding claims.
+WITH per_place AS (
+  SELECT name, pid, device_id, sum(duration_ns) AS ns FROM kernels GROUP BY ALL),
+home AS (
+  SELECT name, first(pid ORDER BY ns DESC, pid, device_id) AS pid,
+         first(device_id ORDER BY ns DESC, pid, device_id) AS device_id
+  FROM per_place GROUP BY name),
+per_kernel AS (
   SELECT name, any_value(short_name) AS short_name, count(*) AS instances,
-         arg_max(pid, duration_ns) AS pid, arg_max(device_id, duration_ns) AS device_id,
          sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
          min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
          coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
@@ -15,5 +20,5 @@ SELECT name,
        round(100.0 * total_ns / total.all_ns, 2) AS share_pct,
        row_number() OVER (ORDER BY total_ns DESC, name) AS rank,
        coalesce(kc.class, 'other kernels') AS class, pid, device_id
-FROM per_kernel CROSS JOIN total LEFT JOIN kernel_classes kc USING (name)
+FROM per_kernel CROSS JOIN total LEFT JOIN kernel_classes kc USING (name) LEFT JOIN home USING (name)
 ORDER BY total_ns DESC, name
