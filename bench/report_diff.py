@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "exports"
 VARYING_INPUT = ("path", "from_cache", "report_from_cache", "sqlite_path")
+VARYING_RULE = ("seconds",)  # each rule's run time
 
 
 def default_exports() -> list[Path]:
@@ -60,9 +61,17 @@ def _cell(text: str):
         return text
 
 
-def normalized(report: dict, tables: Path) -> dict:
+def stripped(report: dict) -> dict:
     for key in VARYING_INPUT:
         report.get("input", {}).pop(key, None)
+    for rule in report.get("rules", []):
+        for key in VARYING_RULE:
+            rule.pop(key, None)
+    return report
+
+
+def normalized(report: dict, tables: Path) -> dict:
+    stripped(report)
     rows = {}
     for f in sorted(tables.glob("*.csv")):
         with f.open(newline="") as fh:
@@ -122,7 +131,10 @@ def diff(before: Path, after: Path) -> int:
             print(f"{name}: only in {'before' if a.exists() else 'after'}")
             differing += 1
             continue
-        d = _first_difference(json.loads(a.read_text()), json.loads(b.read_text()))
+        ja, jb = json.loads(a.read_text()), json.loads(b.read_text())
+        for j in (ja, jb):
+            stripped(j.get("report", {}))
+        d = _first_difference(ja, jb)
         if d is not None:
             print(f"{name}: differs at {d[:300]}")
             differing += 1
