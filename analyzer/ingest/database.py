@@ -23,7 +23,7 @@ from typing import Callable, TypeVar
 import duckdb
 from nsys_diagnose.errors import InputError, UsageError
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
-from nsys_diagnose.ingest import cache_files, identity, nsysrep, schema, sql_library
+from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 
 CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
@@ -39,6 +39,7 @@ MAX_THREADS = 1024
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
 T = TypeVar("T")
+_BUILDS = re.compile(r"CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)  # what a statement makes
 
 
 def memory_limit() -> str:
@@ -236,12 +237,20 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         reader = make_reader(reader_kind, con, path)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)
+            progress.stage(f"reading {table}")
             reader.relation(ALIASES[table], table if present is not None else None, columns,
                             present or set(), schema.ROW_FILTERS.get(table))
         _check_strings(con, path)
-        for _, text in _sql_files():
-            for stmt in _statements(text):
-                con.execute(stmt)
+        statements = [(name, stmt) for name, text in _sql_files() for stmt in _statements(text)]
+        done = None
+        for i, (name, stmt) in enumerate(statements, 1):
+            built = _BUILDS.match(stmt)
+            if built:
+                progress.stage(f"ingest {name}: {built[1]} ({i}/{len(statements)})", *done or (None, None))
+            result = con.execute(stmt)
+            if built:
+                row = result.fetchone()  # CREATE TABLE ... AS answers with its row count
+                done = (row[0] if row and isinstance(row[0], int) else None, built[1])
         present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
         # one statement per table, not executemany's one per row (~45 ms on every ingest)
         con.execute("CREATE TABLE captured AS SELECT unnest(?::VARCHAR[]) AS view_name, unnest(?::BOOLEAN[]) AS captured",
@@ -253,6 +262,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         con.execute("CREATE TABLE export_format(export_meta_table VARCHAR, schema_flavour VARCHAR, features VARCHAR[])")
         con.execute("INSERT INTO export_format VALUES (?, ?, ?)",
                     [fmt["export_meta_table"], fmt["schema_flavour"], fmt["features"]])
+        progress.stage("writing the cache", *done or (None, None))
         con.execute("CHECKPOINT")
         return reader.name, present
     except duckdb.Error as e:
