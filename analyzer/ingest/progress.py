@@ -56,7 +56,8 @@ class Progress:
         with self._lock:
             line = Text.assemble(("nsys-diagnose ", "bold"), self.stage_text,
                                  (f"  ({self.last})" if self.last else "", "dim"),
-                                 (f"  {time.monotonic() - self.started:.0f} s", "dim"))
+                                 (f"  {time.monotonic() - self.started:.0f} s", "dim"),
+                                 no_wrap=True, overflow="ellipsis")  # one line, whatever the width
         return Spinner("dots", text=line)
 
     def stop(self) -> None:
