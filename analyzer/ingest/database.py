@@ -231,8 +231,8 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         con.execute("SET allocator_flush_threshold = '32MB'")
         con.execute(f"SET temp_directory = {sql_string(str(out) + '.spill')}")
         # DuckDB turns an ASOF join whose left side it estimates at <= 64 rows into a nested loop
-        # over the whole right side; a misestimate (a filtered table) made one join of 1e6
-        # GPU operations take a minute instead of a second. The sort-merge plan is always linear.
+        # over the whole right side, so a misestimate (a filtered table) turns one join of 1e6 GPU
+        # operations from a second into a minute. The sort-merge plan is always linear.
         con.execute("SET asof_loop_join_threshold = 0")
         reader = make_reader(reader_kind, con, path)
         for table, columns in schema.SOURCES.items():
@@ -292,8 +292,8 @@ def _check_strings(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
     # No file access, no extension loading, no ATTACH: a rule sees only the normalized tables.
-    # Rules are bounded like the ingest (they spill beside the cache file: 1.9 -> 0.9 GB peak RSS
-    # for the rule pack at 1e7 kernels), and get the linear ASOF plan (see build()).
+    # Rules are bounded like the ingest (they spill beside the cache file, which keeps the rule
+    # pack under 1 GB at 1e7 kernels), and get the linear ASOF plan (see build()).
     con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False,
                                                             "autoload_known_extensions": False,
                                                             "autoinstall_known_extensions": False,
