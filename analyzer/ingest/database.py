@@ -39,7 +39,8 @@ MAX_THREADS = 1024
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
 T = TypeVar("T")
-_BUILDS = re.compile(r"CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)  # what a statement makes
+# what a statement makes (after the comment lines that document it)
+_BUILDS = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)
 
 
 def memory_limit() -> str:
