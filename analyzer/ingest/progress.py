@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import Iterator, TextIO
 
 DELAY_S = 1.5  # shorter runs draw nothing: a flash of text is noise
-_current: ContextVar["Progress | None"] = ContextVar("nsys_diagnose_progress", default=None)
+_current: ContextVar[Progress | None] = ContextVar("nsys_diagnose_progress", default=None)
 
 
 class Progress:
