@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from contextvars import ContextVar
-from typing import Iterator, TextIO
+from typing import Any, Iterator, TextIO
 
 DELAY_S = 1.5  # shorter runs draw nothing: a flash of text is noise
 _current: ContextVar[Progress | None] = ContextVar("nsys_diagnose_progress", default=None)
@@ -27,8 +27,8 @@ class Progress:
         self.started = time.monotonic()
         self.stage_text, self.last = "starting", ""
         self._lock = threading.Lock()
-        self._live = None
-        self._timer = threading.Timer(delay, self._start)
+        self._live: Any = None  # a rich Live once drawn (rich loads only then)
+        self._timer: threading.Timer | None = threading.Timer(delay, self._start)
         self._timer.daemon = True
         self._timer.start()
 
