@@ -15,6 +15,7 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
 from nsys_diagnose.engine.runner import run_rule
 from nsys_diagnose.errors import DiagnoseError
+from nsys_diagnose.ingest import progress
 from nsys_diagnose.ingest.database import (
     Trace,
     default_cache_dir,
@@ -76,7 +77,11 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     """timeline=True adds the binned timeline the HTML report draws (analyses/timeline.py)."""
     con = trace.con
     chosen = [r for r in rules.values() if not select or r.id in select]
-    results = [run_rule(con, r, overrides.get(r.id, {}), trace.captured) for r in chosen]
+    results = []
+    for i, r in enumerate(chosen, 1):
+        progress.stage(f"rule {r.id} ({i}/{len(chosen)})")
+        results.append(run_rule(con, r, overrides.get(r.id, {}), trace.captured))
+    progress.stage("metrics and the step budget")
     metrics = compute(con)
     budget, steady = step_budget.compute(con)
     findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady))

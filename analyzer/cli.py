@@ -23,6 +23,7 @@ from nsys_diagnose.config import load as load_config
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
 from nsys_diagnose.errors import DiagnoseError, UsageError
+from nsys_diagnose.ingest import progress
 from nsys_diagnose.output import output_file, write_atomic
 from nsys_diagnose.report import github, terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
@@ -123,13 +124,15 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
                            fail_on=opts.fail_on, use_cache=not no_cache, cache_dir=cache_dir, reader=reader, **batch))
     path = paths[0]
     target = output_file(output, [path])  # None: stdout
-    if tables_dir:
-        report = analyze_with_tables(path, rules, overrides, chosen, tables_dir, tables_format,
-                                     use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
-                                     timeline=fmt in NEEDS_TIMELINE)
-    else:
-        report = analyze(path, rules=rules, overrides=overrides, select=chosen,
-                         use_cache=not no_cache, cache_dir=cache_dir, reader=reader, timeline=fmt in NEEDS_TIMELINE)
+    with progress.shown(sys.stderr):  # stage and rows on a terminal while a long run works
+        if tables_dir:
+            report = analyze_with_tables(path, rules, overrides, chosen, tables_dir, tables_format,
+                                         use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
+                                         timeline=fmt in NEEDS_TIMELINE)
+        else:
+            report = analyze(path, rules=rules, overrides=overrides, select=chosen,
+                             use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
+                             timeline=fmt in NEEDS_TIMELINE)
     text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on)
     if target is not None:
         write_atomic(target, text)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""nsys-diagnose's whole default rule pack against nsys 2022.4 on the same export (issue #8).
+"""nsys-diagnose's whole default rule pack against nsys 2022.4 on the same export (issues #8, #15).
 
 Prints, in one run and side by side, wall time, CPU time and peak RSS of
+  - the floor: one DuckDB scan of the source tables and columns the ingest reads, copied into
+    a fresh .duckdb file (a cold run cannot cost less; issue 15's target is cold <= 2.5x this);
   - nsys-diagnose cold: a fresh cache, so ingest (copy into DuckDB + the ingest SQL) + every
     rule + the report, the whole CLI process;
   - nsys-diagnose warm: the same command again, the cache reused (best of --repeat runs);
@@ -35,7 +37,7 @@ NSYS_STATS = ["gpukernsum", "cudaapisum", "gpumemtimesum", "gpumemsizesum", "nvt
 NSYS_RULES = ["gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-async-memcpy"]
 
 # Runs in a child process, so that its peak RSS is one analysis alone. Times each stage of one
-# analysis (open_trace + _report, the report cache bypassed): the ingest SQL per file (cold only:
+# analysis (open_trace + report_from_trace, the report cache bypassed): the ingest SQL per file (cold only:
 # a cache hit runs none), opening the trace, each rule, and the rest (metrics, ranking, Markdown).
 STAGES = r"""
 import json, sys, time
@@ -67,18 +69,43 @@ run_rule = A.run_rule
 def timed_rule(con, rule, *a, **k):
     s = time.perf_counter(); r = run_rule(con, rule, *a, **k); per_rule[rule.id] = time.perf_counter() - s; return r
 A.run_rule = timed_rule
-# open_trace + _report, not analyze(): the report cache would answer a repeat without a query,
+# open_trace + report_from_trace, not analyze(): the report cache would answer a repeat without a query,
 # and this measures the rule pack itself on the ingest cache
 s = time.perf_counter()
-trace = A.open_trace(sys.argv[1], cache_dir=Path(sys.argv[2]))
+trace = D.open_trace(sys.argv[1], cache_dir=Path(sys.argv[2]))
 stage["open_s"] = time.perf_counter() - s
-report = A._report(trace, rules, {}, None)
+report = A.report_from_trace(trace, rules, {}, None)
 text = markdown.render(report)
 trace.close()
 total = time.perf_counter() - s
 stage.update(imports_s=imports, rules_s=sum(per_rule.values()),
              report_s=total - stage["open_s"] - sum(per_rule.values()), from_cache=report.input.from_cache)
 print(json.dumps({"stage": stage, "per_file": per_file, "per_rule": per_rule, "headline": report.headline}))
+"""
+
+
+# The floor (issue 15): one DuckDB scan of the source tables and columns the ingest reads, each
+# copied into a fresh .duckdb file as the ingest's reader projects it. A cold run cannot cost
+# less than this; the target is cold <= 2.5x floor.
+FLOOR = r"""
+import sys, tempfile, duckdb
+from pathlib import Path
+from nsys_diagnose.ingest import database as D, schema
+from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
+path = Path(sys.argv[1])
+tables = discover(path)
+con = duckdb.connect(str(Path(sys.argv[2]) / "floor.duckdb"),
+                     config=ingest_config() | D.thread_config() | {"memory_limit": D.memory_limit()})
+con.execute("SET preserve_insertion_order = false")
+con.execute(f"SET temp_directory = '{sys.argv[2]}/floor.spill'")
+reader = make_reader("auto", con, path)
+for table, columns in schema.SOURCES.items():
+    if table in tables:
+        alias = D.ALIASES[table]
+        reader.relation(alias, table, columns, tables[table], schema.ROW_FILTERS.get(table))
+        con.execute(f"CREATE TABLE copy_{alias} AS SELECT * FROM src_{alias}")
+con.execute("CHECKPOINT")
+con.close()
 """
 
 
@@ -101,8 +128,9 @@ def run(cmd: list[str], cwd: Path | None = None) -> dict:
 
 
 def cli(path: Path, cache: Path) -> list[str]:
+    # (a file, not /dev/null: the CLI writes reports to regular files only)
     return [sys.executable, "-m", "nsys_diagnose", str(path), "--cache-dir", str(cache), "--format", "json",
-            "-o", os.devnull]
+            "-o", str(cache.parent / "report.json")]
 
 
 def checked(result: dict, what: str) -> dict:
@@ -114,11 +142,14 @@ def checked(result: dict, what: str) -> dict:
 def ours(path: Path, work: Path, repeat: int) -> dict:
     """Cold (fresh cache) and warm (cache hit) CLI runs, then the stages of each in a child."""
     cache = work / "cache"
+    (work / "floor").mkdir()
+    floor = checked(run([sys.executable, "-c", FLOOR, str(path), str(work / "floor")]), "floor")
+    shutil.rmtree(work / "floor")
     cold = checked(run(cli(path, cache)), "cold run")
     warm = min((checked(run(cli(path, cache)), "warm run") for _ in range(repeat)), key=lambda r: r["wall_s"])
     stages_cold = checked(run([sys.executable, "-c", STAGES, str(path), str(work / "cache-stages")]), "stages")
     stages_warm = checked(run([sys.executable, "-c", STAGES, str(path), str(work / "cache-stages")]), "stages")
-    return {"cold": cold, "warm": warm,
+    return {"floor": floor, "cold": cold, "warm": warm,
             "stages_cold": {**json.loads(stages_cold["stdout"]), "rss_mb": stages_cold["rss_mb"]},
             "stages_warm": {**json.loads(stages_warm["stdout"]), "rss_mb": stages_warm["rss_mb"]}}
 
@@ -185,7 +216,9 @@ def main() -> None:
         pack = {"wall_s": sw["open_s"] + sw["rules_s"] + sw["report_s"], "cpu_s": None,  # in process: no CPU figure
                 "rss_mb": me["stages_warm"]["rss_mb"], "rc": 0}
         me["rule_pack"] = pack
-        rows = [("nsys-diagnose cold: first run, fresh caches (ingest + rules + report, whole process)", me["cold"]),
+        rows = [("floor: one DuckDB scan of the source tables and columns read (copied into a .duckdb file)",
+                 me["floor"]),
+                ("nsys-diagnose cold: first run, fresh caches (ingest + rules + report, whole process)", me["cold"]),
                 ("nsys-diagnose rule pack on the ingest cache (open + every rule + report, in process)", pack),
                 (f"nsys-diagnose repeat run: report cache hit (whole process, best of {args.repeat})", me["warm"])]
         rows += [(f"nsys {name}", r) for name, r in theirs.items()]
@@ -199,6 +232,13 @@ def main() -> None:
             failed = "" if r["rc"] in (0, 1) else f" (failed: exit {r['rc']})"
             cpu = "-" if r["cpu_s"] is None else f"{r['cpu_s']:.2f}"
             lines.append(f"| {name}{failed} | {r['wall_s']:.2f} | {cpu} | {r['rss_mb']:.0f} |")
+        floor_s = me["floor"]["wall_s"]
+        lines.append("\n| ratio (wall) | value | target |\n|---|---|---|")
+        lines.append(f"| cold / floor | {me['cold']['wall_s'] / floor_s:.2f}x | <= 2.5x |")
+        lines.append(f"| cold CPU / floor CPU | {me['cold']['cpu_s'] / me['floor']['cpu_s']:.2f}x | |")
+        lines.append(f"| repeat run | {me['warm']['wall_s']:.2f} s | < 0.5 s |")
+        out["ratios"] = {"cold_over_floor": me["cold"]["wall_s"] / floor_s,
+                         "cold_cpu_over_floor_cpu": me["cold"]["cpu_s"] / me["floor"]["cpu_s"]}
         if theirs and theirs["stats gpukernsum"]["rc"] == 0:
             kern = theirs["stats gpukernsum"]["wall_s"]
             total = sum(r["wall_s"] for r in theirs.values() if r["rc"] == 0)
@@ -208,8 +248,8 @@ def main() -> None:
                          + " | >= 5x |")
             lines.append("| nsys equivalent set / ours | " + " | ".join(f"{total / v:.2f}x" for v in ours_runs.values())
                          + " | >= 20x |")
-            out["ratios"] = {f"{who}_{run}": ref / v for who, ref in (("gpukernsum", kern), ("set", total))
-                             for run, v in ours_runs.items()}
+            out["ratios"].update({f"{who}_{run}": ref / v for who, ref in (("gpukernsum", kern), ("set", total))
+                                  for run, v in ours_runs.items()})
         lines += stage_lines(me["stages_cold"], "our stages, cold")
         lines += stage_lines(me["stages_warm"], "our stages, warm")
         lines.append("\n| rule | cold s | warm s |\n|---|---|---|")
@@ -236,7 +276,7 @@ def main() -> None:
                              f"| {r['rss_mb']:.0f} | {nvtx_s:.2f} | {nvtx_s / (rows_n / 1e6):.2f} | {nsys_s} |")
     print("\n".join(lines))
     if args.json:
-        for r in [me["cold"], me["warm"], *theirs.values(), *out.get("nvtx", []),
+        for r in [me["floor"], me["cold"], me["warm"], *theirs.values(), *out.get("nvtx", []),
                   *(n["nsys_nvtxsum"] for n in out.get("nvtx", []) if n["nsys_nvtxsum"])]:
             r.pop("stdout", None)
         args.json.write_text(json.dumps(out, indent=1, default=str))

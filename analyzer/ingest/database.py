@@ -23,7 +23,7 @@ from typing import Callable, TypeVar
 import duckdb
 from nsys_diagnose.errors import InputError, UsageError
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
-from nsys_diagnose.ingest import cache_files, identity, nsysrep, schema, sql_library
+from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 
 CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
@@ -39,6 +39,8 @@ MAX_THREADS = 1024
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
 T = TypeVar("T")
+# what a statement makes (after the comment lines that document it)
+_BUILDS = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)
 
 
 def memory_limit() -> str:
@@ -230,18 +232,26 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         con.execute("SET allocator_flush_threshold = '32MB'")
         con.execute(f"SET temp_directory = {sql_string(str(out) + '.spill')}")
         # DuckDB turns an ASOF join whose left side it estimates at <= 64 rows into a nested loop
-        # over the whole right side; a misestimate (a filtered table) made one join of 1e6
-        # GPU operations take a minute instead of a second. The sort-merge plan is always linear.
+        # over the whole right side, so a misestimate (a filtered table) turns one join of 1e6 GPU
+        # operations from a second into a minute. The sort-merge plan is always linear.
         con.execute("SET asof_loop_join_threshold = 0")
         reader = make_reader(reader_kind, con, path)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)
+            progress.stage(f"reading {table}")
             reader.relation(ALIASES[table], table if present is not None else None, columns,
                             present or set(), schema.ROW_FILTERS.get(table))
         _check_strings(con, path)
-        for _, text in _sql_files():
-            for stmt in _statements(text):
-                con.execute(stmt)
+        statements = [(name, stmt) for name, text in _sql_files() for stmt in _statements(text)]
+        done = None
+        for i, (name, stmt) in enumerate(statements, 1):
+            built = _BUILDS.match(stmt)
+            if built:
+                progress.stage(f"ingest {name}: {built[1]} ({i}/{len(statements)})", *done or (None, None))
+            result = con.execute(stmt)
+            if built:
+                row = result.fetchone()  # CREATE TABLE ... AS answers with its row count
+                done = (row[0] if row and isinstance(row[0], int) else None, built[1])
         present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
         # one statement per table, not executemany's one per row (~45 ms on every ingest)
         con.execute("CREATE TABLE captured AS SELECT unnest(?::VARCHAR[]) AS view_name, unnest(?::BOOLEAN[]) AS captured",
@@ -253,6 +263,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         con.execute("CREATE TABLE export_format(export_meta_table VARCHAR, schema_flavour VARCHAR, features VARCHAR[])")
         con.execute("INSERT INTO export_format VALUES (?, ?, ?)",
                     [fmt["export_meta_table"], fmt["schema_flavour"], fmt["features"]])
+        progress.stage("writing the cache", *done or (None, None))
         con.execute("CHECKPOINT")
         return reader.name, present
     except duckdb.Error as e:
@@ -282,8 +293,8 @@ def _check_strings(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
     # No file access, no extension loading, no ATTACH: a rule sees only the normalized tables.
-    # Rules are bounded like the ingest (they spill beside the cache file: 1.9 -> 0.9 GB peak RSS
-    # for the rule pack at 1e7 kernels), and get the linear ASOF plan (see build()).
+    # Rules are bounded like the ingest (they spill beside the cache file, which keeps the rule
+    # pack under 1 GB at 1e7 kernels), and get the linear ASOF plan (see build()).
     con = duckdb.connect(str(db), read_only=True, config={"enable_external_access": False,
                                                             "autoload_known_extensions": False,
                                                             "autoinstall_known_extensions": False,

@@ -50,8 +50,9 @@ ev AS (
   SELECT global_tid, range_id, end_ns, CASE WHEN end_ns = start_ns THEN 2 ELSE 0 END, -start_ns, -1 FROM stacked)
 SELECT global_tid, range_id, ts, delta,
        row_number() OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id) AS seq,
-       -- BIGINT, not sum()'s HUGEINT: a stack height is small, and the depth column is stored
-       (sum(delta) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id ROWS UNBOUNDED PRECEDING))::BIGINT AS open_after
+       -- A running sum in DOUBLE, cast back: exact for integers below 2^53, and five times cheaper
+       -- than sum()'s HUGEINT running sum (the depth column is stored as BIGINT)
+       (sum(delta::DOUBLE) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id ROWS UNBOUNDED PRECEDING))::BIGINT AS open_after
 FROM ev;
 
 -- The stack height after the last event at each timestamp of a thread: the lookup key for
@@ -137,8 +138,8 @@ members AS (
   FROM nvtx_tree t JOIN leader ld ON t.global_tid = ld.global_tid AND t.depth = ld.depth
   WHERE t.name IN (SELECT s.name FROM seq_names s WHERE s.pid = ld.pid)),
 opened AS (
-  SELECT *, sum(CASE WHEN is_leader THEN 1 ELSE 0 END) OVER (PARTITION BY pid ORDER BY start_ns, end_ns
-                                                             ROWS UNBOUNDED PRECEDING) AS step_no
+  SELECT *, (sum(CASE WHEN is_leader THEN 1 ELSE 0 END::DOUBLE) OVER (PARTITION BY pid ORDER BY start_ns, end_ns
+                                                                      ROWS UNBOUNDED PRECEDING))::BIGINT AS step_no
   FROM members)
 SELECT pid, any_value(tid) AS tid, step_no, arg_min(name, start_ns) AS name,
        min(start_ns) AS start_ns, max(end_ns) AS last_end_ns
@@ -232,10 +233,12 @@ by_steps AS (
                                           AND a.launch_start_ns BETWEEN s.second_start AND s.last_end), s.last_end)) AS end_ns,
          'steps' AS method, s.n - 1 AS steps, s.first_step_ns
   FROM step_span s),
--- cumulative busy time per process, to find the time by which half its GPU work has run
+-- cumulative busy time per process, to find the time by which half its GPU work has run (in
+-- DOUBLE: exact below 2^53 ns, 104 days, and much cheaper as a running sum than HUGEINT)
 busy_cum AS (
-  SELECT pid, start_ns, end_ns, sum(duration_ns) OVER (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(duration_ns) OVER (PARTITION BY pid) AS total
+  SELECT pid, start_ns, end_ns,
+         sum(duration_ns::DOUBLE) OVER (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS cum,
+         sum(duration_ns::DOUBLE) OVER (PARTITION BY pid) AS total
   FROM (SELECT pid, start_ns, end_ns, duration_ns FROM gpu_busy)),
 half AS (SELECT pid, min(end_ns) AS half_ns FROM busy_cum WHERE 2 * cum >= total GROUP BY pid),
 loads AS (

@@ -69,8 +69,9 @@ GROUP BY ALL;
 -- @column busy_before_ns: busy time of the (device, process) before start_ns, ns
 CREATE TABLE gpu_busy_cum AS
 SELECT device_id, pid, start_ns, end_ns,
-       -- inclusive running sums stream; the exclusive frame (... AND 1 PRECEDING) does not
-       (sum(duration_ns) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)
+       -- inclusive running sums stream; the exclusive frame (... AND 1 PRECEDING) does not. In
+       -- DOUBLE, cast back: exact below 2^53 ns, and five times cheaper than a HUGEINT running sum
+       (sum(duration_ns::DOUBLE) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)
          - duration_ns)::BIGINT AS busy_before_ns
 FROM gpu_busy;
 

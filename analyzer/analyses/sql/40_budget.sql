@@ -51,37 +51,45 @@ SELECT DISTINCT b.device_id, b.pid, s.start_ns AS w0, s.end_ns AS w1
 FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
 WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns AND s.end_ns > s.start_ns;
 
--- One sweep over the window's operations: +1 at a start, -1 at an end, with a running count
--- per class (one sort). Between two consecutive event times the highest active class holds the
--- time; no active class is an idle segment.
+-- One sweep over the window's operations. Between two consecutive event times the highest
+-- active class holds the time; no active class is an idle segment. Two sorts, each with one
+-- running sum (eight running counts, one per class, cost several times more): a running count
+-- per class over its own starts (+1) and ends (-1) gives the moments the class turns on or off,
+-- as a flip of its bit; a running sum of the flips over all event times of the (device,
+-- process) is the bitmask of the active classes after each time, its lowest bit the highest
+-- class. The counts and flips are exact in DOUBLE (small integers), and order-free within one
+-- time: only the state after all of a time's events is kept.
 CREATE TEMP TABLE budget_segments AS
 WITH ops AS (
   SELECT a.device_id, a.pid, greatest(a.start_ns, w.w0) AS s, least(a.end_ns, w.w1) AS e,
          (CASE a.kind WHEN 'kernel' THEN coalesce(c.rank, 4) WHEN 'graph' THEN 5
                       WHEN 'memcpy' THEN 7 ELSE 8 END)::UTINYINT AS r
   FROM gpu_activity a JOIN budget_windows w ON w.device_id = a.device_id AND w.pid = a.pid
-  LEFT JOIN kernel_classes kc ON a.kind = 'kernel' AND kc.name = a.name
+  -- (the kind test inside the key: as a separate ON condition it made a nested-loop join)
+  LEFT JOIN kernel_classes kc ON kc.name = CASE WHEN a.kind = 'kernel' THEN a.name END
   LEFT JOIN budget_classes c ON c.class = kc.class
   WHERE a.end_ns > w.w0 AND a.start_ns < w.w1),
 ev AS (
   SELECT device_id, pid, s AS ts, r, 1 AS d FROM ops
-  UNION ALL SELECT device_id, pid, e, r, -1 FROM ops
-  -- the window's edges, so that idle time before the first and after the last operation counts
-  UNION ALL SELECT device_id, pid, w0, 0, 0 FROM budget_windows
-  UNION ALL SELECT device_id, pid, w1, 0, 0 FROM budget_windows),
+  UNION ALL SELECT device_id, pid, e, r, -1 FROM ops),
 counted AS (
-  SELECT device_id, pid, ts, lead(ts) OVER w AS next_ts,
-         sum(CASE WHEN r = 1 THEN d ELSE 0 END) OVER w AS c1, sum(CASE WHEN r = 2 THEN d ELSE 0 END) OVER w AS c2,
-         sum(CASE WHEN r = 3 THEN d ELSE 0 END) OVER w AS c3, sum(CASE WHEN r = 4 THEN d ELSE 0 END) OVER w AS c4,
-         sum(CASE WHEN r = 5 THEN d ELSE 0 END) OVER w AS c5, sum(CASE WHEN r = 6 THEN d ELSE 0 END) OVER w AS c6,
-         sum(CASE WHEN r = 7 THEN d ELSE 0 END) OVER w AS c7, sum(CASE WHEN r = 8 THEN d ELSE 0 END) OVER w AS c8
-  FROM ev
-  -- at one time, ends (-1) before starts (+1): back-to-back operations leave no zero-length hole
-  WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts, d, r ROWS UNBOUNDED PRECEDING))
+  SELECT device_id, pid, ts, r, d,
+         sum(d::DOUBLE) OVER (PARTITION BY device_id, pid, r ORDER BY ts, d ROWS UNBOUNDED PRECEDING) AS c
+  FROM ev),
+-- c - d: the count before this event
+flips AS (
+  SELECT device_id, pid, ts, ((1 << (r - 1)) * ((c > 0)::INTEGER - ((c - d) > 0)::INTEGER))::DOUBLE AS flip
+  FROM counted
+  -- the window's edges, so that idle time before the first and after the last operation counts
+  UNION ALL SELECT device_id, pid, w0, 0 FROM budget_windows
+  UNION ALL SELECT device_id, pid, w1, 0 FROM budget_windows),
+masked AS (
+  SELECT device_id, pid, ts, lead(ts) OVER w AS next_ts, sum(flip) OVER w AS mask
+  FROM flips WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts ROWS UNBOUNDED PRECEDING))
 SELECT device_id, pid, ts AS start_ns, next_ts AS end_ns, next_ts - ts AS ns,
-       CASE WHEN c1 > 0 THEN 1 WHEN c2 > 0 THEN 2 WHEN c3 > 0 THEN 3 WHEN c4 > 0 THEN 4 WHEN c5 > 0 THEN 5
-            WHEN c6 > 0 THEN 6 WHEN c7 > 0 THEN 7 WHEN c8 > 0 THEN 8 ELSE 0 END::UTINYINT AS r
-FROM counted WHERE next_ts > ts;
+       -- the lowest set bit's position: bits below it, counted
+       CASE WHEN mask = 0 THEN 0 ELSE 1 + bit_count((mask::BIGINT & -(mask::BIGINT)) - 1) END::UTINYINT AS r
+FROM masked WHERE next_ts > ts;
 
 -- Idle runs: consecutive idle segments merged (an end and a start at the same time leave none).
 CREATE TEMP TABLE budget_idle AS
@@ -89,7 +97,7 @@ WITH marked AS (
   SELECT *, CASE WHEN r = 0 AND coalesce(lag(r) OVER w, 1) <> 0 THEN 1 ELSE 0 END AS opens
   FROM budget_segments WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns)),
 runs AS (
-  SELECT *, sum(opens) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run
+  SELECT *, sum(opens::DOUBLE) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run
   FROM marked WHERE r = 0)
 SELECT device_id, pid, min(start_ns) AS start_ns, max(end_ns) AS end_ns, sum(ns)::BIGINT AS ns
 FROM runs GROUP BY device_id, pid, run;
