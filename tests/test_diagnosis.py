@@ -57,18 +57,7 @@ def test_h200_report_opens_with_the_verified_cause(name):
 
 # Verified causes the diagnosis does not yet put first (issue 14 stays open on them); strict, so a
 # fix shows up as an unexpected pass.
-OPEN: dict[str, str] = {
-    "amp_gradscaler_busy.sqlite": (
-        "says 'No bottleneck found' on a GPU-bound step whose foreach AdamW + GradScaler unscale "
-        "(234 multi_tensor_apply_kernel launches a step, median 54 us) take 35.7 % of GPU time, ~3x a "
-        "fused pass: fusion-candidates' elementwise_pattern does not match multi_tensor_apply_kernel, so "
-        "the optimizer is left out of its count, while the budget lumps it into 'elementwise/reduction'"),
-    "dataloader_aug_no_nvtx.sqlite": (
-        "opens with idle-gap-causes 'untraced host code', not the input pipeline: without NVTX there is "
-        "no loading range, and with num_workers=0 no OS queue wait, so input-pipeline-stall has nothing "
-        "to match; the trace's own sign (every 55-86 ms steady-state gap ends with the batch's 19.7 MB "
-        "host-to-device copy, the step's first GPU operation) is not read"),
-}
+OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=OPEN[e["file"]]))

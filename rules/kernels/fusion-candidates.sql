@@ -1,7 +1,8 @@
 -- One row per (process, device, kernel) for elementwise and reduction kernels in the steady
 -- state, with the process's totals; the process with the most such time first.
 -- names matched once each (kernel_names), not once per kernel
-WITH names AS (SELECT name, regexp_matches(name, $elementwise_pattern, 'i') AS is_elementwise FROM kernel_names),
+WITH names AS (SELECT name, regexp_matches(name, $elementwise_pattern, 'i')
+                            AND NOT regexp_matches(name, $fused_pattern) AS is_elementwise FROM kernel_names),
 steady AS (
   SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, n.is_elementwise
   FROM kernels k JOIN names n USING (name) JOIN steady_state s ON s.pid = k.pid

@@ -1,5 +1,6 @@
--- One row per data-loading NVTX range name of a process (ranges in its steady state), and per
--- OS wait call that held the thread feeding the GPU during idle gaps; most GPU idle time first.
+-- One row per data-loading NVTX range name of a process (ranges in its steady state), per OS
+-- wait call that held the thread feeding the GPU during idle gaps, and (with neither) for the
+-- host-code gaps that end with the next batch's upload; most GPU idle time first.
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
 gpus AS (
   SELECT pid, string_agg('GPU ' || device_id, ', ' ORDER BY device_id) AS gpus
@@ -25,7 +26,24 @@ waiting AS (
   FROM idle_gap_causes c
   WHERE c.cause = 'os-call' AND list_contains($wait_calls, c.detail)
   GROUP BY c.pid, c.detail),
-rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting),
+-- in a process with no NVTX ranges: the untraced host-code gaps that end with a host-to-device
+-- copy, the next batch's upload (the host built the batch on the thread that feeds the GPU)
+uploads AS (
+  SELECT g.pid, count(*) AS gaps, sum(g.duration_ns) AS idle_ns,
+         count(*) FILTER (WHERE m.start_ns IS NOT NULL) AS upload_gaps,
+         sum(g.duration_ns) FILTER (WHERE m.start_ns IS NOT NULL) AS upload_idle_ns
+  FROM idle_gaps g
+  LEFT JOIN (SELECT DISTINCT pid, device_id, start_ns FROM memcpys WHERE kind = 'Host-to-Device') m
+    ON m.pid = g.pid AND m.device_id = g.device_id AND m.start_ns = g.end_ns
+  WHERE g.in_steady_state AND g.cause = 'untraced' AND g.duration_ns >= $min_upload_gap_ns
+    -- where the program names its phases, the ranges say where the time goes
+    AND g.pid NOT IN (SELECT pid FROM nvtx_range_stats)
+  GROUP BY g.pid),
+uploading AS (
+  SELECT pid, 'batch upload' AS source, 'host code before each batch upload' AS what, upload_gaps AS instances,
+         upload_idle_ns AS wall_ns, 0 AS busy_ns, upload_idle_ns AS idle_ns
+  FROM uploads WHERE upload_gaps > 0 AND upload_idle_ns >= 0.8 * idle_ns),
+rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading),
 -- what the program already does, so that the fix does not advise it: pinned host-to-device
 -- copies, and other processes (DataLoader workers) beside the one that uses the GPU
 done AS (

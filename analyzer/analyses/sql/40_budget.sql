@@ -11,10 +11,14 @@
 CREATE TABLE kernel_class_patterns(priority INTEGER, class VARCHAR, pattern VARCHAR, exclude VARCHAR);
 INSERT INTO kernel_class_patterns VALUES
   (1, 'communication', 'nccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|sendrecv', NULL),
-  (2, 'tensor-core math', 'tf32|hmma|wmma|tensorop|tensor[0-9]|gmma|nvjet|bf16|bfloat16|f16|half|[hsi](16816|1688|884|8816)|imma|dmma|e4m3|e5m2|fp8|int8|flash|fmha',
+  (2, 'tensor-core math', 'flash|fmha|sdpa', NULL),
+  -- PyTorch's and Triton's pointwise and reduction loops, named before the dtype words below:
+  -- vectorized_elementwise_kernel<..., BFloat16> is elementwise work, not tensor-core math
+  (3, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|triton_(poi|red|per)_|multi_tensor_apply|layer_norm|batch_norm|softmax|dropout', NULL),
+  (4, 'tensor-core math', 'tf32|hmma|wmma|tensorop|tensor[0-9]|gmma|nvjet|bf16|bfloat16|f16|half|[hsi](16816|1688|884|8816)|imma|dmma|e4m3|e5m2|fp8|int8',
       '_ffma_|f32f32_f32f32|sgemm|simt'),
-  (3, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
-  (4, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|layer_norm|gammabeta|batch_norm|softmax|triton_(poi|red|per)_|elementwise|reduce|norm|adam|sgd|foreach|multi_tensor', NULL);
+  (5, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
+  (6, 'elementwise/reduction', 'elementwise|reduce|norm|adam|sgd|foreach|multi_tensor', NULL);
 
 -- One row per distinct kernel name with its class: the first kernel_class_patterns row that
 -- matches it, else 'other kernels'.
