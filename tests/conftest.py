@@ -22,6 +22,19 @@ def h200_names() -> list[str]:
     return sorted(p.stem for p in H200.glob("*.sqlite")) if H200.is_dir() else []
 
 
+@pytest.fixture(scope="module")
+def empty_trace(tmp_path_factory):
+    """An export with no events, ingested: every library table, empty."""
+    from nsys_diagnose.ingest.database import open_trace
+
+    from .synth import write_export
+
+    path = write_export({"StringIds": [{"id": 1, "value": "k"}]}, tmp_path_factory.mktemp("e") / "e.sqlite")
+    trace = open_trace(path, use_cache=False)
+    yield trace
+    trace.close()
+
+
 needs_shared = pytest.mark.skipif(not H200.is_dir(), reason="../shared exports not present")
 
 

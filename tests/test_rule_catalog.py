@@ -6,7 +6,6 @@ import duckdb
 import pytest
 from nsys_diagnose.engine.catalog import builtin_rules_dir, load_rules
 from nsys_diagnose.engine.rule_checks import sql_problem
-from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES
 
@@ -34,16 +33,6 @@ def test_rule_docs_and_params_complete(rule_id):
     assert rule.requires or rule.requires_any, "declare the normalized tables the rule reads"
     for name in rule.params:
         assert f"${name}" in rule.sql or any(f"${name}" in f.when for f in rule.findings), f"unused param {name}"
-
-
-@pytest.fixture(scope="module")
-def empty_trace(tmp_path_factory):
-    from .synth import write_export
-
-    path = write_export({"StringIds": [{"id": 1, "value": "k"}]}, tmp_path_factory.mktemp("e") / "e.sqlite")
-    trace = open_trace(path, use_cache=False)
-    yield trace
-    trace.close()
 
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))

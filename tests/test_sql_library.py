@@ -7,22 +7,11 @@ from __future__ import annotations
 import pytest
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest import database, schema, sql_library
-from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import ROOT
 
 PUBLIC = sql_library.public()
 TABLES = {n: e for n, e in PUBLIC.items() if e.kind != "macro"}
-
-
-@pytest.fixture(scope="module")
-def empty_trace(tmp_path_factory):
-    from .synth import write_export
-
-    path = write_export({"StringIds": [{"id": 1, "value": "k"}]}, tmp_path_factory.mktemp("e") / "e.sqlite")
-    trace = open_trace(path, use_cache=False)
-    yield trace
-    trace.close()
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))

@@ -212,20 +212,6 @@ def step_cell(r: dict[str, Any]) -> str:
     return duration(r["steady_step_median_ns"]) if r.get("steady_step_median_ns") else ""
 
 
-def stake_cell(r: dict[str, Any]) -> str:
-    """The top finding's recoverable time; its time at stake, so marked, where it claims no budget slice."""
-    if r.get("top_finding_recoverable_ns") is not None:
-        return duration(r["top_finding_recoverable_ns"])
-    return f"({duration(r['top_finding_impact_ns'])} at stake)" if r.get("top_finding_impact_ns") is not None else ""
-
-
-def place_cell(r: dict[str, Any]) -> str:
-    pid, dev = r.get("top_finding_pid"), r.get("top_finding_device_id")
-    if pid is None and dev is None:
-        pid, dev = r.get("steady_pid"), r.get("steady_device_id")
-    return " · ".join(x for x in (f"{pid}" if pid is not None else "", f"GPU {dev}" if dev is not None else "") if x)
-
-
 def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, interrupted: int = 0) -> str:
     ok = [r for r in records if r["status"] == "ok"]
     errors = [r for r in records if r["status"] == "error"]
@@ -245,7 +231,7 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
             kernel = r.get("_top_kernel_short") or r["top_kernel"]
             kernel = f"{_cell(kernel, 60)} ({pct(r['top_kernel_share_pct'])})" if kernel else ""
             lines.append(f"| {_link(r)} | ok | {r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
-                         f"| {r['top_finding_severity'] or ''} | {_cell(finding)} | {stake_cell(r)} | {place_cell(r)} "
+                         f"| {r['top_finding_severity'] or ''} | {_cell(finding)} | {html_index.stake_text(r)} | {html_index.place_text(r, '')} "
                          f"| {kernel} |")
         else:
             lines.append(f"| {_cell(r['name'])} | {r['status']} | | | | | {_cell(r['error'])} | | | |")

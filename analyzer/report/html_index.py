@@ -41,17 +41,21 @@ def _util(value: float | None) -> str:
     return f'<span class="ubar"><i style="width:{min(100.0, max(0.0, value)):.1f}%"></i></span>{esc(pct(value))}'
 
 
-def _stake(r: dict[str, Any]) -> str:
+def stake_text(r: dict[str, Any]) -> str:
+    """A batch record's top finding's recoverable time; its time at stake, so marked, where it
+    claims no budget slice (summary.md shows the same)."""
     if r.get("top_finding_recoverable_ns") is not None:
         return duration(r["top_finding_recoverable_ns"])
     return f"({duration(r['top_finding_impact_ns'])} at stake)" if r.get("top_finding_impact_ns") is not None else ""
 
 
-def _place(r: dict[str, Any]) -> str:
+def place_text(r: dict[str, Any], pid_label: str = "pid ") -> str:
+    """Where a batch record's top finding is: its process and device, else the steady state's."""
     pid, dev = r.get("top_finding_pid"), r.get("top_finding_device_id")
     if pid is None and dev is None:
         pid, dev = r.get("steady_pid"), r.get("steady_device_id")
-    return " · ".join(x for x in (f"pid {pid}" if pid is not None else "", f"GPU {dev}" if dev is not None else "") if x)
+    return " · ".join(x for x in (f"{pid_label}{pid}" if pid is not None else "",
+                                  f"GPU {dev}" if dev is not None else "") if x)
 
 
 def _report_row(r: dict[str, Any]) -> str:
@@ -72,7 +76,7 @@ def _report_row(r: dict[str, Any]) -> str:
     step = duration(r["steady_step_median_ns"]) if r.get("steady_step_median_ns") else ""
     return (f'<tr><td class="text">{_link(r)}</td><td>ok</td><td>{bound_html}</td><td class="util">{busy}</td>'
             f'<td class="num">{esc(step)}</td><td class="text">{badge}{esc(finding)}</td>'
-            f'<td class="num">{esc(_stake(r))}</td><td>{esc(_place(r))}</td><td class="text">{kernel_html}</td></tr>')
+            f'<td class="num">{esc(stake_text(r))}</td><td>{esc(place_text(r))}</td><td class="text">{kernel_html}</td></tr>')
 
 
 def _rank_table(job) -> str:
