@@ -38,6 +38,10 @@ uploads AS (
   WHERE g.in_steady_state AND g.cause = 'untraced' AND g.duration_ns >= $min_upload_gap_ns
     -- where the program names its phases, the ranges say where the time goes
     AND g.pid NOT IN (SELECT pid FROM nvtx_range_stats)
+    -- a PyTorch process (its kernels are ATen's), where a batch is what the host builds between
+    -- steps; elsewhere host work before an upload is the algorithm's own (idle-gap-causes)
+    AND g.pid IN (SELECT DISTINCT k.pid FROM kernels k JOIN kernel_names n USING (name)
+                  WHERE n.name LIKE '%at::native::%')
   GROUP BY g.pid),
 uploading AS (
   SELECT pid, 'batch upload' AS source, 'host code before each batch upload' AS what, upload_gaps AS instances,
