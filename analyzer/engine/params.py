@@ -130,11 +130,17 @@ def parse_overrides(pairs: list[str] | tuple[str, ...], rules: dict[str, Rule]) 
         shown = pair if len(pair) <= 120 else pair[:117] + "..."
         if not eq or not dot:
             raise UsageError(f"--set {shown!r}: expected ID.PARAM=VALUE")
-        if rule_id not in rules:
-            raise UsageError(f"--set {shown!r}: no rule '{rule_id}' (see `nsys-diagnose rules`)")
-        spec = rules[rule_id].params.get(param)
-        if spec is None:
-            known = ", ".join(rules[rule_id].params) or "none"
-            raise UsageError(f"--set {shown!r}: rule '{rule_id}' has no parameter '{param}' (has: {known})")
+        spec = declared(rules, rule_id, param, f"--set {shown!r}")
         out.setdefault(rule_id, {})[param] = convert(raw, spec, pair)
     return out
+
+
+def declared(rules: dict[str, Rule], rule_id: str, param: str, context: str) -> Param:
+    """The spec of parameter `param` of rule `rule_id`; a usage error naming `context` if either is unknown."""
+    if rule_id not in rules:
+        raise UsageError(f"{context}: no rule '{rule_id}' (see `nsys-diagnose rules`)")
+    spec = rules[rule_id].params.get(param)
+    if spec is None:
+        known = ", ".join(rules[rule_id].params) or "none"
+        raise UsageError(f"{context}: rule '{rule_id}' has no parameter '{param}' (has: {known})")
+    return spec

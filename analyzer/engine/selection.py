@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from nsys_diagnose.engine.model import SEVERITY_RANK, Rule
-from nsys_diagnose.engine.params import typed  # (checks type and range: params.py)
+from nsys_diagnose.engine.params import declared, typed  # (checks type and range: params.py)
 from nsys_diagnose.errors import UsageError
 
 
@@ -58,12 +58,7 @@ def overrides_from(params: Mapping[str, Any] | None, rules: dict[str, Rule], *,
             context = f"{origin} {name!r}"
             if not dot:
                 raise UsageError(f"{context}: expected a key RULE.PARAM")
-            if rule_id not in rules:
-                raise UsageError(f"{context}: no rule '{rule_id}' (see `nsys-diagnose rules`)")
-            spec = rules[rule_id].params.get(param)
-            if spec is None:
-                known = ", ".join(rules[rule_id].params) or "none"
-                raise UsageError(f"{context}: rule '{rule_id}' has no parameter '{param}' (has: {known})")
+            spec = declared(rules, rule_id, param, context)
             out.setdefault(rule_id, {})[param] = typed(v, spec, context)
     return out
 
