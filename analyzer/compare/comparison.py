@@ -130,8 +130,9 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
     items = [] if blocked else deltas.item_deltas(usage[0], usage[1], min_effect_pct=settings.min_effect_pct,
                                                   alpha=settings.alpha,
                                                   min_steps=settings.min_steps if pairs else untested)
-    for side, u in (("BEFORE", usage[0]), ("AFTER", usage[1])):
-        if any(k == "graph" for k, _ in u):
+    opaque = (deltas.opaque_graphs(usage[0]), deltas.opaque_graphs(usage[1]))
+    for side, hides in (("BEFORE", opaque[0]), ("AFTER", opaque[1])):
+        if hides:
             notes.append(f"{side} runs its work as CUDA graph replays traced as a whole: the kernels inside them "
                          "are not traced one by one, so '[CUDA graph]' stands for them in the kernel deltas")
     notes += _timeline_notes(timed)
@@ -157,7 +158,7 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         devices=_devices(ra, rb), process_metrics=_processes(ra, rb, pid_maps),
         items=items, drivers=drivers, offsets=offsets,
         findings=({"resolved": [], "new": [], "persisting": [], "hidden": []} if blocked
-                  else deltas.findings_diff(ra, rb, *pid_maps, rules=rules)),
+                  else deltas.findings_diff(ra, rb, *pid_maps, rules=rules, opaque=opaque)),
         notes=notes)
 
 

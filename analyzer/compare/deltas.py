@@ -297,14 +297,16 @@ class FindingChange:
 
 
 def findings_diff(before: Report, after: Report, ranks_a: dict[int, int], ranks_b: dict[int, int],
-                  rules: dict[str, Rule] | None = None) -> dict:
+                  rules: dict[str, Rule] | None = None, opaque: tuple[bool, bool] = (False, False)) -> dict:
+    """Findings resolved, new and in both; `opaque`: whether each side's graph replays hide their
+    kernels (opaque_graphs), so that its kernel findings cannot be judged against the other."""
     ka: dict[tuple, Finding] = {}
     for f in before.findings:
         ka.setdefault(finding_key(f, ranks_a), f)
     kb: dict[tuple, Finding] = {}
     for f in after.findings:
         kb.setdefault(finding_key(f, ranks_b), f)
-    hidden_before, hidden_after = _hides_kernels(before), _hides_kernels(after)
+    hidden_before, hidden_after = opaque
     kernel_rules = _kernel_rules(rules or {})
     _on_kernels = lambda f: f.rule_id in kernel_rules  # noqa: E731
     gone = [f for k, f in ka.items() if k not in kb]
@@ -330,6 +332,3 @@ def _kernel_rules(rules: dict[str, Rule]) -> set[str]:
             if any(f.claims is not None and f.claims.kind == "gpu" and not set(f.claims.causes) & NOT_KERNELS
                    for f in r.findings)}
 
-
-def _hides_kernels(r: Report) -> bool:
-    return any(b.kind == "gpu" and b.cause == "CUDA graph replays" for b in r.budget or [])
