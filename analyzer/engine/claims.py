@@ -53,11 +53,10 @@ def _steady_of(f: Finding, steady: list[SteadyState]) -> SteadyState | None:
     return max(mine, key=lambda s: s.busy_ns) if mine else None
 
 
-def _bound(f: Finding, budget: list[BudgetRow], steady: list[SteadyState]) -> None:
+def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[SteadyState]) -> None:
     s = _steady_of(f, steady)
     if s is None:
         return
-    rows, place = _slice(f, budget)
     ns = sum(r.ns for r in rows)
     f.recoverable_ns = min(f.impact_ns, ns) if f.impact_ns is not None else ns
     f.claim = _describe(f, rows, place, s.window_ns)
@@ -78,17 +77,16 @@ def _bound(f: Finding, budget: list[BudgetRow], steady: list[SteadyState]) -> No
                   "not the host, sets the pace.")
 
 
-def _rows(f: Finding, budget: list[BudgetRow]) -> dict[tuple, int]:
-    rows, _ = _slice(f, budget)
-    return {(r.device_id, r.pid, r.kind, r.cause, r.place): r.ns for r in rows}
-
-
 def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyState]) -> list[Finding]:
     """The findings bounded by the budget and merged by slice; unclaimed findings pass through."""
     claimed = [f for f in findings if f.claims is not None and f.evidence.get("pid") is not None]
     others = [f for f in findings if f not in claimed]
+    # each finding's slice, once: bounded by it here, merged by the rows it shares below
+    slices: dict[int, dict[tuple, int]] = {}
     for f in claimed:
-        _bound(f, budget, steady)
+        rows, place = _slice(f, budget)
+        _bound(f, rows, place, steady)
+        slices[id(f)] = {(r.device_id, r.pid, r.kind, r.cause, r.place): r.ns for r in rows}
     # who speaks for a slice: a warning, the one with the most time; then a note (a merged
     # warning raises it), the narrowest first: fewest causes, a rule's own cause before one
     # taken from its row (hot-kernels), every cause in a place after; last a claim on all idle
@@ -97,7 +95,6 @@ def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyS
         breadth = float("inf") if "*" in _causes(f) else len(_causes(f))
         return _generic(f), note, breadth if note else 0, note and not f.claims.causes, -(f.recoverable_ns or 0)
     order = sorted(claimed, key=key)
-    slices = {id(f): _rows(f, budget) for f in claimed}
 
     def common(a: Finding, b: Finding) -> int:
         sa, sb = slices[id(a)], slices[id(b)]
