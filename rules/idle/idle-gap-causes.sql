@@ -1,17 +1,16 @@
 -- One row per (device, process, cause, detail): the steady-state GPU idle gaps whose host-side
 -- cause is the same, the time they cost, largest first (see analyzer/sql/22_idle_gaps.sql).
 WITH totals AS (SELECT device_id, pid, sum(idle_ns) AS all_idle_ns FROM idle_gap_causes GROUP BY ALL),
--- where a cause happens: the innermost NVTX range holding most of its idle time (an nvtx
--- cause is its own range)
+-- one pass over the gaps: where a cause happens (the innermost NVTX range holding most of its
+-- idle time; an nvtx cause is its own range) and how much of it follows a blocking call
 by_range AS (
-  SELECT device_id, pid, cause, detail, nvtx_range, sum(duration_ns) AS ns
-  FROM idle_gaps WHERE in_steady_state AND nvtx_range IS NOT NULL GROUP BY ALL),
+  SELECT device_id, pid, cause, detail, nvtx_range, sum(duration_ns) AS ns,
+         sum(duration_ns) FILTER (WHERE after_blocking_api IS NOT NULL) AS blocked_ns
+  FROM idle_gaps WHERE in_steady_state GROUP BY ALL),
 places AS (
-  SELECT device_id, pid, cause, detail, arg_max(nvtx_range, ns) AS nvtx_range
-  FROM by_range GROUP BY ALL),
-blocked AS (
-  SELECT device_id, pid, cause, detail, sum(duration_ns) AS after_blocking_ns
-  FROM idle_gaps WHERE in_steady_state AND after_blocking_api IS NOT NULL GROUP BY ALL)
+  SELECT device_id, pid, cause, detail, arg_max(nvtx_range, ns) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
+         sum(blocked_ns) AS after_blocking_ns
+  FROM by_range GROUP BY ALL)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        gap_cause_text(c.cause, c.detail)
          || CASE WHEN c.cause <> 'nvtx' AND p.nvtx_range IS NOT NULL
@@ -23,13 +22,11 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
        c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
-       coalesce(b.after_blocking_ns, 0) AS after_blocking_ns, c.window_ns,
+       coalesce(p.after_blocking_ns, 0) AS after_blocking_ns, c.window_ns,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
        row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail
-LEFT JOIN blocked b ON b.device_id = c.device_id AND b.pid = c.pid AND b.cause = c.cause
-                   AND b.detail IS NOT DISTINCT FROM c.detail
 ORDER BY c.idle_ns DESC, c.device_id, c.pid, c.cause, c.detail
