@@ -123,13 +123,13 @@ class Trace:
         names = set(self.tables()["name"])
         if name not in names:
             raise UsageError(f"{self.path}: no table {name!r} (see Trace.tables())")
-        return self.con.execute(f'SELECT * FROM "{name}"').pl()
+        return _strings(self.con.execute(f'SELECT * FROM "{name}"').pl())
 
     def sql(self, query: str, params: Mapping[str, Any] | list | None = None) -> pl.DataFrame:
         """A read-only DuckDB query over the trace's tables; `params` binds `$name` (a mapping)
         or `?` (a list) placeholders."""
         con = self.con
-        return with_memory_retry(con, lambda: con.execute(query, params).pl())
+        return with_memory_retry(con, lambda: _strings(con.execute(query, params).pl()))
 
     # -- analysis ---------------------------------------------------------------------------
     def analyze(self, select: Iterable[str] | None = None, *, ignore: Iterable[str] | None = None,
@@ -270,3 +270,9 @@ def _frame(items: typing.Sequence[BaseModel], model: type[BaseModel] | None) -> 
                      for col, (field, dtype) in columns.items()})
     schema = {col: dtype or pl.String for col, (_, dtype) in columns.items()}
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+
+
+def _strings(frame: pl.DataFrame) -> pl.DataFrame:
+    """Names arrive as polars Enum columns (the ingest stores them as a DuckDB ENUM, `label`);
+    a notebook gets plain strings, which join and compare across traces."""
+    return frame.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))

@@ -37,8 +37,12 @@ def rule_table(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
 
 def plain_types(table: pa.Table) -> pa.Table:
     """DuckDB's sums of BIGINT are HUGEINT, which arrive as decimal(38, 0): whole numbers become
-    int64 where they fit (ns and byte totals always do), other decimals float64, as in the JSON."""
+    int64 where they fit (ns and byte totals always do), other decimals float64, as in the JSON.
+    Labels (the ingest's ENUM of names) arrive dictionary-encoded and become plain strings."""
     for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
+            continue
         if not pa.types.is_decimal(f.type):
             continue
         column = table.column(i)

@@ -46,12 +46,6 @@ CREATE TEMP TABLE host_state_names(code UTINYINT, state VARCHAR);
 INSERT INTO host_state_names VALUES (1, 'allocation'), (2, 'copy'), (3, 'cuda-api'), (4, 'launch'),
   (5, 'module-loading'), (6, 'os-call'), (7, 'sync');
 
--- Names of host calls, numbered in name order: sorting by the number sorts by the name, and
--- the states below carry the number instead of the string.
-CREATE TEMP TABLE host_call_names AS
-SELECT name, row_number() OVER (ORDER BY name) AS name_rank
-FROM (SELECT api AS name FROM api_calls WHERE api IS NOT NULL UNION SELECT name FROM osrt_calls WHERE name IS NOT NULL);
-
 -- Threads that end some gap: only their host states are ever looked at.
 CREATE TEMP TABLE gap_threads AS
 SELECT pid, tid, row_number() OVER () AS thread_no FROM (SELECT DISTINCT pid, tid FROM raw_gaps);
@@ -71,12 +65,13 @@ WITH calls AS (
   SELECT g.thread_no, o.start_ns, o.end_ns, o.name, 6::UTINYINT
   FROM osrt_calls o JOIN gap_threads g ON g.pid = o.pid AND g.tid = o.tid),
 ordered AS (
-  SELECT c.thread_no, c.start_ns, c.end_ns, c.code, n.name_rank,
-         max(c.end_ns) OVER w AS prev_end, (c.thread_no << 32) + row_number() OVER w AS k
-  FROM calls c LEFT JOIN host_call_names n ON n.name = c.name
-  WINDOW w AS (PARTITION BY c.thread_no ORDER BY c.start_ns, c.end_ns DESC, c.code, n.name_rank
+  SELECT thread_no, start_ns, end_ns, code, name,
+         max(end_ns) OVER w AS prev_end, (thread_no << 32) + row_number() OVER w AS k
+  FROM calls
+  -- names are labels, which sort as their strings (10_normalize.sql)
+  WINDOW w AS (PARTITION BY thread_no ORDER BY start_ns, end_ns DESC, code, name
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
-SELECT thread_no, k, code, name_rank, greatest(start_ns, coalesce(prev_end, start_ns)) AS start_ns, end_ns
+SELECT thread_no, k, code, name, greatest(start_ns, coalesce(prev_end, start_ns)) AS start_ns, end_ns
 FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 
 -- Time of each host state on the gap's thread inside the gap. Every state overlapping a gap
@@ -127,11 +122,10 @@ per_state AS (
            WHEN osrt_ns THEN osrt_k END AS top_k
   FROM sums)
 SELECT p.gap_id, p.sync_ns, p.copy_ns, p.launch_ns, p.allocation_ns, p.module_ns, p.api_ns, p.osrt_ns,
-       p.top_ns, sn.state AS top_state, cn.name AS top_name
+       p.top_ns, sn.state AS top_state, h.name AS top_name
 FROM per_state p
 LEFT JOIN host_states h ON h.k = p.top_k
-LEFT JOIN host_state_names sn ON sn.code = h.code
-LEFT JOIN host_call_names cn ON cn.name_rank = h.name_rank;
+LEFT JOIN host_state_names sn ON sn.code = h.code;
 
 -- One row per GPU idle gap of a (device, process) of at least min_gap_ns (phase_settings):
 -- between two gpu_busy intervals, with what the host thread that ended it (the one launching
@@ -254,7 +248,6 @@ CREATE MACRO gap_cause_text(cause, detail) AS
 -- small ones are temporary.
 DROP TABLE gap_states;
 DROP TABLE host_state_names;
-DROP TABLE host_call_names;
 DROP TABLE gap_threads;
 DROP TABLE raw_gaps;
 DROP TABLE main_threads;
