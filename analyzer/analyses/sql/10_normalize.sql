@@ -82,7 +82,7 @@ CREATE TEMP TABLE api_names AS
   FROM strings n WHERE n.id IN (SELECT DISTINCT nameId FROM src_runtime);
 
 -- Names as numbers: `label` is an ENUM of every name the per-row tables carry (kernel, API and
--- OS call names, categories, copy kinds), in byte order, so that sorting or comparing labels
+-- OS call names, categories, copy kinds, blocking-call kinds), in byte order, so that sorting or comparing labels
 -- is sorting or comparing the strings. An ENUM is stored and moved as a small integer: the
 -- sorts and joins over millions of kernels and calls carry no strings (carrying a kernel name
 -- through two ASOF joins of 1e6 rows cost 1.4 s against 0.3 s). Strings the tables never hold
@@ -96,10 +96,11 @@ SELECT DISTINCT v FROM (
   SELECT value AS v FROM name_strings
   UNION ALL SELECT raw_name FROM api_names UNION ALL SELECT api FROM api_names
   UNION ALL SELECT category FROM api_categories
-  UNION ALL SELECT label FROM memcpy_kind UNION ALL SELECT label FROM mem_kind
+  UNION ALL SELECT label FROM memcpy_kind UNION ALL SELECT 'copy ' || label FROM memcpy_kind
+  UNION ALL SELECT label FROM mem_kind
   UNION ALL SELECT unnest(['other', 'runtime', 'driver', 'egl', 'cudnn', 'cublas', 'graph-node',
                            'kernel', 'memcpy', 'memset', 'graph', '[memset]', '[CUDA graph]',
-                           '[unnamed kernel]', 'Unknown']))
+                           '[unnamed kernel]', 'Unknown', 'sync']))
 WHERE v IS NOT NULL;
 CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
 -- kernel and OS call names by StringIds id, as labels

@@ -15,10 +15,10 @@
 -- @column api: API name without version suffix
 -- @column kind: sync, or 'copy ' and the copy kind (copy Device-to-Host, ...)
 CREATE TABLE blocking_calls AS
-SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync' AS kind
+SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync'::label AS kind
 FROM api_calls WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
 UNION ALL
-SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, 'copy ' || kind
+SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, ('copy ' || kind)::label
 FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind LIKE '%Host%';
 
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
@@ -163,11 +163,12 @@ LEFT JOIN host_state_names sn ON sn.code = h.code;
 -- @column blocking_wait_ns: that call's duration, ns; else NULL
 CREATE TABLE idle_gaps AS
 -- the lookups run as one chain of ASOF joins on the gap rows (each sorts them once), with no
--- join back on gap_id for each
+-- join back on gap_id for each; the chain carries numbers only (a range's id, not its name:
+-- every string in a sort's rows costs several times its numbers), names are joined last
 WITH looked AS (
   SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns,
          CASE WHEN g.start_ns < s.end_ns THEN s.step END AS step,
-         CASE WHEN p.open_after > 0 THEN t.name END AS nvtx_range,
+         CASE WHEN p.open_after > 0 THEN t.range_id END AS range_id,
          b.end_ns >= g.start_ns AS after_blocking, b.api AS blocking_api, b.kind AS blocking_kind,
          b.end_ns AS blocking_end_ns, b.duration_ns AS blocking_wait_ns
   FROM raw_gaps g
@@ -176,11 +177,11 @@ WITH looked AS (
   ASOF LEFT JOIN nvtx_tree t ON t.global_tid = g.global_tid AND t.depth = p.open_after - 1 AND t.start_seq <= p.last_seq
   ASOF LEFT JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns),
 classed AS (
-  SELECT g.*, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
+  SELECT g.*, r.name AS nvtx_range, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
          coalesce(p.module_ns, 0) AS module_ns, coalesce(p.api_ns, 0) AS api_ns, coalesce(p.osrt_ns, 0) AS osrt_ns,
          p.top_state, p.top_name, coalesce(p.top_ns, 0) AS top_ns
-  FROM looked g LEFT JOIN gap_states p USING (gap_id))
+  FROM looked g LEFT JOIN gap_states p USING (gap_id) LEFT JOIN nvtx_tree r ON r.range_id = g.range_id)
 SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        (c.start_ns >= ss.start_ns AND c.end_ns <= ss.end_ns) AS in_steady_state, c.step,
        CASE WHEN c.top_ns > c.duration_ns - c.sync_ns - c.copy_ns - c.launch_ns - c.allocation_ns - c.module_ns
