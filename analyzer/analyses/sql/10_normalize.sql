@@ -102,6 +102,7 @@ SELECT DISTINCT v FROM (
                            'kernel', 'memcpy', 'memset', 'graph', '[memset]', '[CUDA graph]',
                            '[unnamed kernel]', 'Unknown', 'sync']))
 WHERE v IS NOT NULL;
+-- (an export with a NUL in one of these names gets text instead: ingest/database.py)
 CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
 -- kernel and OS call names by StringIds id, as labels
 CREATE TEMP TABLE name_labels AS SELECT id, value::label AS value FROM name_strings;
