@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,31 @@ SHARED = ROOT.parent / "shared"
 H200 = SHARED / "exports" / "h200-nsys2025.3"
 PUBLIC = SHARED / "exports" / "public"
 FIXTURES = ROOT / "fixtures"
+
+
+# Every ingest writes a DuckDB file and checkpoints it: on a disk, its fsyncs are most of a small
+# export's ingest (0.65 s of it, 0.23 s on tmpfs). Unless $TMPDIR names a place, the run's
+# temporary folders (pytest's tmp_path, the shared ingest cache below, the private folders of
+# --no-cache runs, in this process, its pytest-xdist workers and every CLI process they start) go
+# to /dev/shm where it is a writable tmpfs with room. What is written is the same either way; a
+# passing run's base folder is removed at its end (pytest_sessionfinish below), since it is memory.
+IN_MEMORY = "/dev/shm"
+if (not os.environ.get("TMPDIR") and os.path.isdir(IN_MEMORY) and os.access(IN_MEMORY, os.W_OK | os.X_OK)
+        and shutil.disk_usage(IN_MEMORY).free > 4 << 30):
+    os.environ["TMPDIR"] = IN_MEMORY
+    tempfile.tempdir = None  # tempfile reads $TMPDIR again on its next use
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A passing run's base folder in memory is removed (the controller's, which holds the
+    workers' folders and the shared cache); a failing run's stays for a look, as pytest keeps
+    its last three. Per-test folders are kept until then: a removed folder's name would be given
+    to the next test, which could then meet a cache entry of the same path."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)
+    if (exitstatus == 0 and base is not None and not hasattr(session.config, "workerinput")
+            and session.config.option.basetemp is None and str(base).startswith(IN_MEMORY + os.sep)):
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # pytest-xdist runs one worker per core: each worker's DuckDB (and the CLIs it starts) then
