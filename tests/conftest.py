@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -43,6 +44,42 @@ def pytest_sessionfinish(session, exitstatus):
 # keeps to one thread, instead of every worker running a thread per core (20% more CPU).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("NSYS_DIAGNOSE_THREADS", "1")
+
+
+def _memoize_builtin_rule_files() -> None:
+    """Each analysis, in-process CLI run and batch job loads the rule catalog again: 0.2 s of
+    pure-Python YAML parsing, hundreds of times a run. The built-in rule files never change during
+    a run, so each is parsed and checked once per process (by the real load_rule) and handed out as
+    a deep copy: every caller still gets its own Rule objects, equal to a fresh load. Files outside
+    the built-in folder (user, team and hostile rules that the tests write and edit) are always
+    read afresh, and a failed load is never remembered."""
+    from nsys_diagnose.engine import catalog
+
+    builtin = catalog.builtin_rules_dir().resolve()
+    real = catalog.load_rule
+    memo: dict[tuple, object] = {}
+
+    def stamp(p: Path) -> tuple:
+        st = p.stat()
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    @functools.wraps(real)
+    def load_rule(yaml_path):
+        path = Path(yaml_path)
+        try:
+            if builtin not in path.resolve().parents:
+                return real(yaml_path)
+            key = (str(yaml_path), stamp(path), stamp(path.with_suffix(".sql")))
+        except OSError:
+            return real(yaml_path)
+        if key not in memo:
+            memo[key] = real(yaml_path)
+        return memo[key].model_copy(deep=True)
+
+    catalog.load_rule = load_rule
+
+
+_memoize_builtin_rule_files()
 
 
 def h200_names() -> list[str]:
