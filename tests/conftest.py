@@ -86,9 +86,10 @@ def h200_names() -> list[str]:
     return sorted(p.stem for p in H200.glob("*.sqlite")) if H200.is_dir() else []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def empty_trace(tmp_path_factory):
-    """An export with no events, ingested: every library table, empty."""
+    """An export with no events, ingested once per test process (its connection is read-only):
+    every library table, empty."""
     from nsys_diagnose.ingest.database import open_trace
 
     from .synth import write_export
