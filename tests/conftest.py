@@ -103,11 +103,16 @@ def empty_trace(tmp_path_factory):
 needs_shared = pytest.mark.skipif(not H200.is_dir(), reason="../shared exports not present")
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
     """Every test gets one cache folder for the whole run, never the user's. The pytest-xdist
     workers of a run share it (their base folders have one parent), so each export is ingested
-    once per run, not once per worker; the cache's atomic renames make that safe."""
+    once per run, not once per worker; the cache's atomic renames make that safe. Set for the
+    session, before any module's fixture opens an export (a per-test setting came after them,
+    and those fixtures filled the user's ~/.cache/nsys-diagnose); a test's own monkeypatch of
+    the variable is undone back to this value."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    monkeypatch.setenv("NSYS_DIAGNOSE_CACHE_DIR", str(shared / "cache"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYS_DIAGNOSE_CACHE_DIR", str(shared / "cache"))
+        yield
