@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import functools
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,19 +15,81 @@ PUBLIC = SHARED / "exports" / "public"
 FIXTURES = ROOT / "fixtures"
 
 
+# Every ingest writes a DuckDB file and checkpoints it: on a disk, its fsyncs are most of a small
+# export's ingest (0.65 s of it, 0.23 s on tmpfs). Unless $TMPDIR names a place, the run's
+# temporary folders (pytest's tmp_path, the shared ingest cache below, the private folders of
+# --no-cache runs, in this process, its pytest-xdist workers and every CLI process they start) go
+# to /dev/shm where it is a writable tmpfs with room. What is written is the same either way; a
+# passing run's base folder is removed at its end (pytest_sessionfinish below), since it is memory.
+IN_MEMORY = "/dev/shm"
+if (not os.environ.get("TMPDIR") and os.path.isdir(IN_MEMORY) and os.access(IN_MEMORY, os.W_OK | os.X_OK)
+        and shutil.disk_usage(IN_MEMORY).free > 4 << 30):
+    os.environ["TMPDIR"] = IN_MEMORY
+    tempfile.tempdir = None  # tempfile reads $TMPDIR again on its next use
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A passing run's base folder in memory is removed (the controller's, which holds the
+    workers' folders and the shared cache); a failing run's stays for a look, as pytest keeps
+    its last three. Per-test folders are kept until then: a removed folder's name would be given
+    to the next test, which could then meet a cache entry of the same path."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)
+    if (exitstatus == 0 and base is not None and not hasattr(session.config, "workerinput")
+            and session.config.option.basetemp is None and str(base).startswith(IN_MEMORY + os.sep)):
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # pytest-xdist runs one worker per core: each worker's DuckDB (and the CLIs it starts) then
 # keeps to one thread, instead of every worker running a thread per core (20% more CPU).
 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
     os.environ.setdefault("NSYS_DIAGNOSE_THREADS", "1")
 
 
+def _memoize_builtin_rule_files() -> None:
+    """Each analysis, in-process CLI run and batch job loads the rule catalog again: 0.2 s of
+    pure-Python YAML parsing, hundreds of times a run. The built-in rule files never change during
+    a run, so each is parsed and checked once per process (by the real load_rule) and handed out as
+    a deep copy: every caller still gets its own Rule objects, equal to a fresh load. Files outside
+    the built-in folder (user, team and hostile rules that the tests write and edit) are always
+    read afresh, and a failed load is never remembered."""
+    from nsys_diagnose.engine import catalog
+
+    builtin = catalog.builtin_rules_dir().resolve()
+    real = catalog.load_rule
+    memo: dict[tuple, object] = {}
+
+    def stamp(p: Path) -> tuple:
+        st = p.stat()
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    @functools.wraps(real)
+    def load_rule(yaml_path):
+        path = Path(yaml_path)
+        try:
+            if builtin not in path.resolve().parents:
+                return real(yaml_path)
+            key = (str(yaml_path), stamp(path), stamp(path.with_suffix(".sql")))
+        except OSError:
+            return real(yaml_path)
+        if key not in memo:
+            memo[key] = real(yaml_path)
+        return memo[key].model_copy(deep=True)
+
+    catalog.load_rule = load_rule
+
+
+_memoize_builtin_rule_files()
+
+
 def h200_names() -> list[str]:
     return sorted(p.stem for p in H200.glob("*.sqlite")) if H200.is_dir() else []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def empty_trace(tmp_path_factory):
-    """An export with no events, ingested: every library table, empty."""
+    """An export with no events, ingested once per test process (its connection is read-only):
+    every library table, empty."""
     from nsys_diagnose.ingest.database import open_trace
 
     from .synth import write_export
@@ -38,11 +103,16 @@ def empty_trace(tmp_path_factory):
 needs_shared = pytest.mark.skipif(not H200.is_dir(), reason="../shared exports not present")
 
 
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory, monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
     """Every test gets one cache folder for the whole run, never the user's. The pytest-xdist
     workers of a run share it (their base folders have one parent), so each export is ingested
-    once per run, not once per worker; the cache's atomic renames make that safe."""
+    once per run, not once per worker; the cache's atomic renames make that safe. Set for the
+    session, before any module's fixture opens an export (a per-test setting came after them,
+    and those fixtures filled the user's ~/.cache/nsys-diagnose); a test's own monkeypatch of
+    the variable is undone back to this value."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    monkeypatch.setenv("NSYS_DIAGNOSE_CACHE_DIR", str(shared / "cache"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYS_DIAGNOSE_CACHE_DIR", str(shared / "cache"))
+        yield

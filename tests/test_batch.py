@@ -21,6 +21,7 @@ from nsys_diagnose.batch.run import DIED
 from nsys_diagnose.batch.work import analyze_job, command_line
 from nsys_diagnose.engine.catalog import load_rules
 
+from .cli_harness import call_cli
 from .conftest import FIXTURES, ROOT
 from .synth import write_export
 
@@ -172,8 +173,7 @@ def test_bad_file_in_the_middle_is_an_error_row_and_the_rest_finish(serial, fold
 
 def test_reports_match_the_single_file_command(serial, folder):
     _, out = serial
-    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", folder / "real" / "dataloader_bound.sqlite", "--no-cache"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    r = call_cli(folder / "real" / "dataloader_bound.sqlite", "--no-cache", timeout=120)  # the single-file entry point
     assert r.returncode == 0, r.stderr
     assert (out / "dataloader_bound.md").read_text() == r.stdout
     doc = json.loads((out / "dataloader_bound.json").read_text())
@@ -443,8 +443,9 @@ def test_cli_batch_over_a_glob_plain_progress_and_exit_codes(folder, tmp_path):
     written = {p.name for p in out.iterdir()} - {"index.html"}  # the HTML index, where report/html_index.py is
     assert written == {"findings.parquet", "rank0.json", "rank0.md", "rank2.json", "rank2.md", "reports.parquet",
                        "summary.md"}
-    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", folder / "job" / "rank1_corrupt.sqlite", folder / "job" / "notes.txt",
-                        "-o", out, "--fail-on", "never"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    # (the exit code of a real process is shown above; this batch of failures runs in-process)
+    r = call_cli(folder / "job" / "rank1_corrupt.sqlite", folder / "job" / "notes.txt", "-o", out, "--fail-on", "never",
+                 timeout=120)
     assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines()[-1].endswith(f"2 of 2 input(s) failed, none analyzed (see {out / 'summary.md'})")
     assert "notes.txt: is not a SQLite database" in r.stderr
@@ -457,6 +458,5 @@ def test_cli_batch_errors_are_one_line(tmp_path):
     (tmp_path / "file").write_text("x")
     for args, needle in (([empty], "is a directory with no exports"), ([EXPORTS, "-o", tmp_path / "file"], "a batch writes into a folder"),
                          ([EXPORTS, "--executor", "dask"], "needs --scheduler")):
-        r = subprocess.run([sys.executable, "-m", "nsys_diagnose", *map(str, args)], capture_output=True, text=True,
-                           cwd=ROOT, timeout=60)
+        r = call_cli(*args, timeout=60)
         assert r.returncode == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

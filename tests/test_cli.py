@@ -1,4 +1,8 @@
-"""The command line, run as users run it: exit codes, one-line errors, the JSON contract."""
+"""The command line, run as users run it: exit codes, one-line errors, the JSON contract.
+
+The first test starts a real process (`python -m nsys_diagnose`: the interpreter, the exit code,
+the streams); the others call the same entry point in this process (cli_harness.call_cli), in
+the repository root as the real process runs, without an interpreter start-up each."""
 
 from __future__ import annotations
 
@@ -8,18 +12,28 @@ import sys
 
 import pytest
 
+from .cli_harness import call_cli
 from .conftest import FIXTURES, ROOT
 
 EXPORT = FIXTURES / "exports" / "dataloader_bound.sqlite"
 
 
-def run(*args: str, env=None) -> subprocess.CompletedProcess:
+def run_process(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "nsys_diagnose", *map(str, args)], capture_output=True,
-                          text=True, cwd=ROOT, env=env, timeout=120)
+                          text=True, cwd=ROOT, timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def _in_the_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # where run_process runs (the nearest pyproject.toml is read from here)
+
+
+def run(*args: str):
+    return call_cli(*args, timeout=120)
 
 
 def test_markdown_by_default_says_the_gpu_idles():
-    r = run(EXPORT)
+    r = run_process(EXPORT)
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()[2]
     assert "idle" in first and "GPU 0" in first
