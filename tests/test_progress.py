@@ -26,7 +26,8 @@ def test_a_terminal_shows_the_stage_and_rows_then_erases_them():
         analyze(EXPORT, use_cache=False)
     drawn = term.getvalue()
     assert "nsys-diagnose" in drawn
-    assert "ingest 10_normalize.sql" in drawn or "rule " in drawn  # a stage it was in while drawn
+    # a stage it was in while drawn (which ones a fast machine catches at 4 frames a second varies)
+    assert any(stage in drawn for stage in ("ingest ", "rule ", "metrics", "writing the cache"))
     assert " rows)" in drawn  # the last table built and its rows
     assert "\x1b[2K" in drawn  # transient: the line is cleared at the end
 

@@ -93,8 +93,10 @@ def read_yaml(yaml_path: Path) -> tuple[Any, yaml.Node | None]:
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise RuleSpecError(yaml_path, f"invalid YAML: {getattr(e, 'problem', e)}",
-                            mark.line + 1 if mark else None) from None
+        problem = str(getattr(e, "problem", None) or e)
+        if "nesting depth" in problem:  # newer libyaml's own limit: the same refusal as below
+            problem = "nested too deeply"
+        raise RuleSpecError(yaml_path, f"invalid YAML: {problem}", mark.line + 1 if mark else None) from None
     except RecursionError:
         raise RuleSpecError(yaml_path, "invalid YAML: nested too deeply") from None
     finally:
