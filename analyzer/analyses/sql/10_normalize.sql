@@ -145,7 +145,7 @@ WHERE coalesce(r.eventClass, 0) <> 67 AND r.start > 0 AND r."end" >= r.start;
 -- correlation ids are unique only within a process.
 -- (api is a label, a number: an aggregate state holding strings cannot spill, and this one has
 -- a group per GPU operation)
-CREATE TEMP TABLE launches AS
+CREATE TABLE launches AS
 SELECT global_pid, correlation_id, arg_min(tid, event_class) AS tid, arg_min(api, event_class) AS api,
        arg_min(start_ns, event_class) AS start_ns, arg_min(end_ns, event_class) AS end_ns
 FROM api_calls

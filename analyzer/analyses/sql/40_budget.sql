@@ -63,7 +63,7 @@ WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_n
 -- process) is the bitmask of the active classes after each time, its lowest bit the highest
 -- class. The counts and flips are exact in DOUBLE (small integers), and order-free within one
 -- time: only the state after all of a time's events is kept.
-CREATE TEMP TABLE budget_segments AS
+CREATE TABLE budget_segments AS
 WITH ops AS (
   SELECT a.device_id, a.pid, greatest(a.start_ns, w.w0) AS s, least(a.end_ns, w.w1) AS e,
          (CASE a.kind WHEN 'kernel' THEN coalesce(c.rank, 4) WHEN 'graph' THEN 5
@@ -95,27 +95,6 @@ SELECT device_id, pid, ts AS start_ns, next_ts AS end_ns, next_ts - ts AS ns,
        CASE WHEN mask = 0 THEN 0 ELSE 1 + bit_count((mask::BIGINT & -(mask::BIGINT)) - 1) END::UTINYINT AS r
 FROM masked WHERE next_ts > ts;
 
--- Idle runs: consecutive idle segments merged (an end and a start at the same time leave none).
-CREATE TEMP TABLE budget_idle AS
-WITH marked AS (
-  SELECT *, CASE WHEN r = 0 AND coalesce(lag(r) OVER w, 1) <> 0 THEN 1 ELSE 0 END AS opens
-  FROM budget_segments WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns)),
-runs AS (
-  SELECT *, sum(opens::DOUBLE) OVER (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS run
-  FROM marked WHERE r = 0)
-SELECT device_id, pid, min(start_ns) AS start_ns, max(end_ns) AS end_ns, sum(ns)::BIGINT AS ns
-FROM runs GROUP BY device_id, pid, run;
-
--- Each idle run with the gap it lies in (idle_gaps: the same right edge, the next operation's
--- start) and the GPU work since the previous gap: the work the host waited for when the gap
--- follows a blocking call.
-CREATE TEMP TABLE budget_gaps AS
-SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.ns, g.duration_ns AS gap_ns, g.nvtx_range,
-       g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns, g.host_ns,
-       g.after_blocking_api,
-       g.start_ns - lag(g.end_ns) OVER (PARTITION BY i.device_id, i.pid ORDER BY i.start_ns) AS prev_busy_ns
-FROM budget_idle i LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns;
-
 -- Idle time by cause. A run under min_gap_ns is the GPU's own dispatch latency; a run with no
 -- gap (before the first or after the last operation of the window) is host time with no GPU
 -- work queued. In a gap that follows a blocking call, the time up to the length of the work
@@ -123,15 +102,37 @@ FROM budget_idle i LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid 
 -- work meanwhile); the rest of the gap, and gaps after no blocking call, go to the thread's
 -- states in proportion. Short gaps spent in host code, launch or other CUDA calls are the
 -- per-operation cost of issuing work.
+-- (idle runs and gaps are CTEs: one consumer, and a row per gap)
 CREATE TEMP TABLE budget_idle_causes AS
 WITH settings AS (
   SELECT (SELECT value FROM phase_settings WHERE name = 'min_gap_ns') AS min_gap_ns,
          (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns),
+-- Idle runs: consecutive idle segments merged (an end and a start at the same time leave none).
+-- Segments tile the window, so a run starts where the last busy segment before it ended (or
+-- at the window's start); kept at its last segment, the one before a busy one or the end.
+marked AS (
+  SELECT device_id, pid, r, end_ns, coalesce(lead(r) OVER w, 1) <> 0 AS closes,
+         coalesce(max(CASE WHEN r <> 0 THEN end_ns END) OVER w, first_value(start_ns) OVER w) AS run_start
+  FROM budget_segments WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)),
+idle_runs AS (
+  SELECT device_id, pid, run_start AS start_ns, end_ns, end_ns - run_start AS ns FROM marked WHERE r = 0 AND closes),
+-- Each idle run with the gap it lies in (idle_gaps: the same right edge, the next operation's
+-- start) and the GPU work since the previous gap: the work the host waited for when the gap
+-- follows a blocking call.
+-- (the edges first, then the gap's other columns: a window's sort carries every column)
+edges AS (
+  SELECT i.*, g.start_ns - lag(g.end_ns) OVER (PARTITION BY i.device_id, i.pid ORDER BY i.start_ns) AS prev_busy_ns
+  FROM idle_runs i LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns),
+gaps AS (
+  SELECT e.device_id, e.pid, e.start_ns, e.end_ns, e.ns, g.duration_ns AS gap_ns, g.nvtx_range,
+         g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns, g.host_ns,
+         g.after_blocking_api, e.prev_busy_ns
+  FROM edges e LEFT JOIN idle_gaps g ON g.device_id = e.device_id AND g.pid = e.pid AND g.end_ns = e.end_ns),
 split AS (
   SELECT g.*, s.launch_gap_ns, s.min_gap_ns,
          CASE WHEN g.gap_ns IS NULL OR g.ns < s.min_gap_ns THEN 0
               WHEN g.after_blocking_api IS NOT NULL THEN least(g.ns, coalesce(g.prev_busy_ns, 0)) ELSE 0 END AS waited_ns
-  FROM budget_gaps g, settings s),
+  FROM gaps g, settings s),
 parts AS (
   SELECT device_id, pid, ns, gap_ns, nvtx_range, waited_ns,
          ns < min_gap_ns AS dispatch, gap_ns IS NULL AS no_gap, gap_ns < launch_gap_ns AS short_gap,
@@ -143,18 +144,20 @@ rows AS (
   UNION ALL SELECT device_id, pid, 'no GPU work queued', NULL, ns FROM parts WHERE no_gap AND NOT dispatch
   UNION ALL SELECT device_id, pid, 'sync', nvtx_range, waited_ns FROM parts WHERE waited_ns > 0
   UNION ALL
-  SELECT p.device_id, p.pid, u.cause, p.nvtx_range, u.part * p.scale FROM parts p,
-  LATERAL (VALUES
-    (CASE WHEN p.short_gap THEN 'launch' ELSE 'sync' END, p.sync_ns),
-    ('copy', p.copy_ns),
-    ('launch', p.launch_ns),
-    ('allocation', p.allocation_ns),
-    ('module loading', p.module_ns),
-    (CASE WHEN p.short_gap THEN 'launch' ELSE 'other CUDA calls' END, p.api_ns),
-    ('OS wait', p.osrt_ns),
-    (CASE WHEN p.short_gap THEN 'launch' WHEN p.nvtx_range IS NULL THEN 'untraced host code' ELSE 'host code' END,
-     p.host_ns)) u(cause, part)
-  WHERE NOT p.dispatch AND NOT p.no_gap AND u.part > 0
+  SELECT device_id, pid, item.cause, nvtx_range, item.part * scale FROM (
+    -- a list per row, not a LATERAL VALUES: that one is planned as a join back on every column
+    SELECT device_id, pid, nvtx_range, scale, unnest([
+      {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'sync' END, 'part': sync_ns},
+      {'cause': 'copy', 'part': copy_ns},
+      {'cause': 'launch', 'part': launch_ns},
+      {'cause': 'allocation', 'part': allocation_ns},
+      {'cause': 'module loading', 'part': module_ns},
+      {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'other CUDA calls' END, 'part': api_ns},
+      {'cause': 'OS wait', 'part': osrt_ns},
+      {'cause': CASE WHEN short_gap THEN 'launch' WHEN nvtx_range IS NULL THEN 'untraced host code'
+                     ELSE 'host code' END, 'part': host_ns}]) AS item
+    FROM parts WHERE NOT dispatch AND NOT no_gap)
+  WHERE item.part > 0
 )
 SELECT device_id, pid, cause, place, sum(ns) AS ns FROM rows GROUP BY ALL;
 
@@ -272,7 +275,5 @@ FROM totals t JOIN steady_state s USING (pid) CROSS JOIN g LEFT JOIN step_stats 
 DROP TABLE budget_raw;
 DROP TABLE budget_other_process;
 DROP TABLE budget_idle_causes;
-DROP TABLE budget_gaps;
-DROP TABLE budget_idle;
 DROP TABLE budget_segments;
 DROP TABLE budget_windows;
