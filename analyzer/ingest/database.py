@@ -36,6 +36,7 @@ MEMORY_LIMIT = "500MB"
 # ingest, or the one query, is then redone once with this much, rather than failing.
 RETRY_MEMORY_LIMIT = "4GB"
 MAX_THREADS = 1024
+SMALL_EXPORT_BYTES = 64 << 20  # the ingest of a smaller export runs as one transaction (_build)
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
 T = TypeVar("T")
@@ -243,6 +244,12 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
             reader.relation(ALIASES[table], table if present is not None else None, columns,
                             present or set(), schema.ROW_FILTERS.get(table))
         _check_strings(con, path)
+        # On a small export each statement's own commit costs more than its work (up to a tenth of
+        # the run); on a big one a single transaction would hold every dropped intermediate until
+        # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT.
+        one_transaction = path.stat().st_size < SMALL_EXPORT_BYTES
+        if one_transaction:
+            con.execute("BEGIN TRANSACTION")
         statements = [(name, stmt) for name, text in _sql_files() for stmt in _statements(text)]
         done = None
         for i, (name, stmt) in enumerate(statements, 1):
@@ -265,6 +272,8 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         con.execute("INSERT INTO export_format VALUES (?, ?, ?)",
                     [fmt["export_meta_table"], fmt["schema_flavour"], fmt["features"]])
         progress.stage("writing the cache", *done or (None, None))
+        if one_transaction:
+            con.execute("COMMIT")
         con.execute("CHECKPOINT")
         return reader.name, present
     except duckdb.Error as e:
