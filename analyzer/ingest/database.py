@@ -246,7 +246,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         _check_strings(con, path)
         # On a small export each statement's own commit costs more than its work (up to a tenth of
         # the run); on a big one a single transaction would hold every dropped intermediate until
-        # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT.
+        # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT_BYTES.
         one_transaction = path.stat().st_size < SMALL_EXPORT_BYTES
         if one_transaction:
             con.execute("BEGIN TRANSACTION")
