@@ -9,6 +9,7 @@ import time
 
 import pytest
 from nsys_diagnose.analyze import analyze
+from nsys_diagnose.ingest import reader as readers
 from nsys_diagnose.ingest.database import open_trace
 
 from .conftest import FIXTURES, H200, ROOT, h200_names, needs_shared
@@ -54,6 +55,22 @@ def test_cache_is_reused_and_gives_the_same_report(tmp_path):
     assert len(list(tmp_path.glob("*.duckdb"))) == 1
 
 
+def test_the_scanner_signature_is_checked_once_per_installed_binary(tmp_path, monkeypatch):
+    """The first ingest checks the binary's signature and records it beside the cache; a later
+    process skips the check for that binary only: no record, or one naming another, keeps it on."""
+    ext = readers.scanner_extension_path()
+    if ext is None:
+        pytest.skip("the scanner wheel is not installed")
+    monkeypatch.setattr(readers, "_verified", set())  # as in a new process
+    assert readers.ingest_config(tmp_path) == {}
+    open_trace(FIXTURES / "exports" / "compute_fp32.sqlite", cache_dir=tmp_path).close()
+    monkeypatch.setattr(readers, "_verified", set())
+    assert readers.ingest_config(tmp_path) == {"allow_unsigned_extensions": True}
+    assert readers.ingest_config(tmp_path / "elsewhere") == {}
+    (tmp_path / readers.VERIFIED_RECORD).write_text(repr((ext, 1, 2, 3)))
+    assert readers.ingest_config(tmp_path) == {}
+
+
 def test_absent_tables_are_not_captured():
     trace = open_trace(FIXTURES / "exports" / "compute_fp32.sqlite", use_cache=False)
     try:
@@ -96,6 +113,7 @@ def test_threads_follow_the_environment(monkeypatch):
 CONCURRENT_OPEN = """
 import os, sys, time
 from pathlib import Path
+from nsys_diagnose.ingest import reader as readers
 from nsys_diagnose.ingest.database import open_trace
 while not os.path.exists(sys.argv[3]):  # both processes start the open together
     time.sleep(0.01)

@@ -225,7 +225,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         raise InputError(path, f"table {missing[0]} lacks its column {missing[1]}, which every nsys export has")
     # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of growing
     # with the trace (a 1e7-kernel export stays under 1 GB of RSS). Set in the config, not in SQL.
-    con = duckdb.connect(str(out), config=ingest_config() | thread_config() | {"memory_limit": memory_limit})
+    con = duckdb.connect(str(out), config=ingest_config(out.parent) | thread_config() | {"memory_limit": memory_limit})
     try:
         con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
         con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
@@ -237,7 +237,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         # over the whole right side, so a misestimate (a filtered table) turns one join of 1e6 GPU
         # operations from a second into a minute. The sort-merge plan is always linear.
         con.execute("SET asof_loop_join_threshold = 0")
-        reader = make_reader(reader_kind, con, path)
+        reader = make_reader(reader_kind, con, path, out.parent)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)
             progress.stage(f"reading {table}")

@@ -9,6 +9,7 @@ relation `src_<alias>` with exactly those columns (a typed NULL where the export
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import sqlite3
@@ -19,6 +20,7 @@ import duckdb
 from nsys_diagnose.errors import InputError
 from nsys_diagnose.files import open_regular
 from nsys_diagnose.ingest import schema
+from nsys_diagnose.output import write_atomic
 
 BATCH_ROWS = 65536
 _SQLITE_CAST = {"BIGINT": "INTEGER", "VARCHAR": "TEXT", "DOUBLE": "REAL"}
@@ -103,10 +105,13 @@ def _select_list(columns: dict[str, str], present: set[str], cast) -> str:
     return ", ".join(parts)
 
 
-# Extension files whose signature DuckDB checked in this process, by identity. That check hashes
-# the 35 MB binary on every LOAD (~75 ms, most of a small export's ingest); a later ingest of
-# the unchanged file skips it (ingest_config), as a batch or a test suite runs hundreds.
+# Extension files whose signature DuckDB has checked, by identity. The check hashes the 35 MB
+# binary on every LOAD (~75 ms, a tenth of a small export's first run), so it is done once per
+# installed binary: remembered in this process (a batch or a test suite ingests hundreds) and in
+# a record beside the cache (later processes). A replaced binary has another identity and is
+# checked again; whoever could forge the record could as well edit the installed duckdb package.
 _verified: set[tuple] = set()
+VERIFIED_RECORD = "sqlite-scanner.verified"
 
 
 def _identity(path: str) -> tuple:
@@ -114,22 +119,41 @@ def _identity(path: str) -> tuple:
     return path, st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def ingest_config() -> dict:
+def _recorded(folder: Path) -> str | None:
+    try:
+        return (folder / VERIFIED_RECORD).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def ingest_config(folder: Path | None = None) -> dict:
     """Config for a new ingest connection: skip the signature check of an already-verified,
-    unchanged scanner binary. Only the ingest's own SQL ever runs on such a connection."""
+    unchanged scanner binary (in this process, or by the record in `folder`). Only the ingest's
+    own SQL ever runs on such a connection."""
     ext = scanner_extension_path()
     try:
-        return {"allow_unsigned_extensions": True} if ext and _identity(ext) in _verified else {}
+        ident = _identity(ext) if ext else None
     except OSError:
         return {}
+    if ident is not None and (ident in _verified or (folder is not None and _recorded(folder) == repr(ident))):
+        return {"allow_unsigned_extensions": True}
+    return {}
+
+
+def _remember_verified(extension: str, folder: Path | None) -> None:
+    ident = _identity(extension)
+    _verified.add(ident)
+    if folder is not None and _recorded(folder) != repr(ident):
+        with contextlib.suppress(OSError):  # a read-only folder: the next process checks again
+            write_atomic(folder / VERIFIED_RECORD, repr(ident))
 
 
 class ScannerReader:
     name = "scanner"
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, extension: str):
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, extension: str, record: Path | None = None):
         con.execute(f"LOAD {sql_string(extension)}")
-        _verified.add(_identity(extension))
+        _remember_verified(extension, record)
         self.con, self.path = con, path
 
     def relation(self, alias: str, table: str | None, columns: dict[str, str], present: set[str],
@@ -205,9 +229,10 @@ def wal_mode(path: Path) -> bool:
     return len(head) == 20 and 2 in (head[18], head[19])
 
 
-def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path):
+def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path, record: Path | None = None):
     """`auto` takes the scanner when its wheel is installed and loads, else sqlite3; a WAL-mode
-    database always goes to sqlite3, which opens it immutable and writes nothing."""
+    database always goes to sqlite3, which opens it immutable and writes nothing. `record` is
+    the folder where the scanner's verified signature is remembered (ingest_config)."""
     if kind in ("auto", "scanner") and wal_mode(path):
         if kind == "scanner":
             raise InputError(path, "is in WAL mode: reader 'scanner' would create -wal and -shm files beside it; "
@@ -217,7 +242,7 @@ def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path):
         ext = scanner_extension_path()
         if ext:
             try:
-                return ScannerReader(con, path, ext)
+                return ScannerReader(con, path, ext, record)
             except duckdb.Error:
                 if kind == "scanner":
                     raise
