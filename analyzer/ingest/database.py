@@ -43,6 +43,9 @@ T = TypeVar("T")
 # what a statement makes (after the comment lines that document it)
 _LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+label\s+AS\s+ENUM\b", re.IGNORECASE)
 _BUILDS = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)
+# `-- @each name: SELECT ...` above a statement runs it once per row of that query, bound to $name
+# (analyses/sql/22_idle_gaps.sql: one slice of the gaps at a time, within the memory limit).
+_EACH = re.compile(r"^\s*--\s*@each\s+(\w+)\s*:\s*(.+)$", re.MULTILINE)
 
 
 def memory_limit() -> str:
@@ -256,6 +259,13 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
             built = _BUILDS.match(stmt)
             if built:
                 progress.stage(f"ingest {name}: {built[1]} ({i}/{len(statements)})", *done or (None, None))
+            each = _EACH.search(stmt)
+            if each:
+                values = [r[0] for r in con.execute(each[2]).fetchall()]
+                for n, value in enumerate(values, 1):
+                    progress.stage(f"ingest {name}: {each[1]} {n}/{len(values)} ({i}/{len(statements)})")
+                    con.execute(stmt, {each[1]: value})
+                continue
             result = con.execute(_label_type(con, stmt))
             if built:
                 row = result.fetchone()  # CREATE TABLE ... AS answers with its row count
