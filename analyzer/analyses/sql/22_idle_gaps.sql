@@ -85,7 +85,7 @@ FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 CREATE TEMP TABLE gap_thread_offsets AS
 SELECT device_id, thread_no,
        coalesce(sum(gaps) OVER (ORDER BY device_id NULLS FIRST, thread_no
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS first_gap
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS first_gap
 FROM (SELECT g.device_id, t.thread_no, count(*) AS gaps
       FROM raw_gaps g JOIN gap_threads t ON t.pid = g.pid AND t.tid = g.tid GROUP BY ALL);
 CREATE TABLE gap_ranges AS
