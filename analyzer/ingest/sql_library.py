@@ -15,6 +15,11 @@ of the listed tables is in the export; `sources: always` when it needs none (set
 tables). A table is private when it is TEMP, or when the library drops it again (intermediates
 too big for memory live in the file while in use); only public tables and macros are
 documented, and only they may be read by rules.
+
+A statement whose comment block holds `-- @each name: SELECT ...` runs once per row of that
+query, with `$name` bound to the row's value (ingest/database.py): 22_idle_gaps.sql fills
+gap_states one slice of gaps at a time, so that each statement's hash tables stay within the
+ingest's memory limit.
 """
 
 from __future__ import annotations
