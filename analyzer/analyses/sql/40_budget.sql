@@ -117,8 +117,8 @@ marked AS (
 idle_runs AS (
   SELECT device_id, pid, run_start AS start_ns, end_ns, end_ns - run_start AS ns FROM marked WHERE r = 0 AND closes),
 -- Each idle run with the gap it lies in (idle_gaps: the same right edge, the next operation's
--- start) and the GPU work since the previous gap: the work the host waited for when the gap
--- follows a blocking call.
+-- start) and the GPU work since the idle run before it (NULL when that run is in no gap, as a
+-- dispatch run): the work the host waited for when the gap follows a blocking call.
 -- (the edges first, then the gap's other columns: a window's sort carries every column)
 edges AS (
   SELECT i.*, g.start_ns - lag(g.end_ns) OVER (PARTITION BY i.device_id, i.pid ORDER BY i.start_ns) AS prev_busy_ns
