@@ -55,27 +55,36 @@ SELECT DISTINCT b.device_id, b.pid, s.start_ns AS w0, s.end_ns AS w1
 FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
 WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns AND s.end_ns > s.start_ns;
 
--- One sweep over the window's operations. Between two consecutive event times the highest
--- active class holds the time; no active class is an idle segment. Two sorts, each with one
--- running sum (eight running counts, one per class, cost several times more): a running count
--- per class over its own starts (+1) and ends (-1) gives the moments the class turns on or off,
--- as a flip of its bit; a running sum of the flips over all event times of the (device,
--- process) is the bitmask of the active classes after each time, its lowest bit the highest
--- class. The counts and flips are exact in DOUBLE (small integers), and order-free within one
--- time: only the state after all of a time's events is kept.
+-- The window tiled into segments, each held by one class (r, budget_classes' rank) or idle (r = 0).
+-- Almost every busy interval (gpu_busy) is a single operation: its class holds it, with no sweep.
+-- Idle segments are the gaps between busy intervals (gpu_openers' prev_end to start_ns), the
+-- window's edges clipping them. Only the operations of multi-operation intervals go through a
+-- sweep, where the highest active class holds the time between two consecutive event times. Two
+-- sorts, each with one running sum (eight running counts, one per class, cost several times
+-- more): a running count per class over its own starts (+1) and ends (-1) gives the moments the
+-- class turns on or off, as a flip of its bit; a running sum of the flips over all event times of
+-- the (device, process) is the bitmask of the active classes after each time, its lowest bit the
+-- highest class. The counts and flips are exact in DOUBLE (small integers), and order-free
+-- within one time: only the state after all of a time's events is kept. Busy intervals are
+-- apart (an operation starting where the interval's running end is joins it), so the sweep's
+-- masks are those of a sweep over every operation, and the segments the same.
 CREATE TABLE budget_segments AS
-WITH ops AS (
+WITH alone AS (SELECT device_id, pid, start_ns FROM gpu_busy WHERE ops = 1),
+ops AS (
   SELECT a.device_id, a.pid, greatest(a.start_ns, w.w0) AS s, least(a.end_ns, w.w1) AS e,
          (CASE a.kind WHEN 'kernel' THEN coalesce(c.rank, 4) WHEN 'graph' THEN 5
-                      WHEN 'memcpy' THEN 7 ELSE 8 END)::UTINYINT AS r
+                      WHEN 'memcpy' THEN 7 ELSE 8 END)::UTINYINT AS r,
+         -- an interval's operations start at or after its start: one starting there is its only one
+         o.start_ns IS NOT NULL AS alone
   FROM gpu_activity a JOIN budget_windows w ON w.device_id = a.device_id AND w.pid = a.pid
   -- (the kind test inside the key: as a separate ON condition it made a nested-loop join)
   LEFT JOIN kernel_classes kc ON kc.name = CASE WHEN a.kind = 'kernel' THEN a.name END
   LEFT JOIN budget_classes c ON c.class = kc.class
+  LEFT JOIN alone o ON o.device_id = a.device_id AND o.pid = a.pid AND o.start_ns = a.start_ns
   WHERE a.end_ns > w.w0 AND a.start_ns < w.w1),
 ev AS (
-  SELECT device_id, pid, s AS ts, r, 1 AS d FROM ops
-  UNION ALL SELECT device_id, pid, e, r, -1 FROM ops),
+  SELECT device_id, pid, s AS ts, r, 1 AS d FROM ops WHERE NOT alone
+  UNION ALL SELECT device_id, pid, e, r, -1 FROM ops WHERE NOT alone),
 counted AS (
   SELECT device_id, pid, ts, r, d,
          sum(d::DOUBLE) OVER (PARTITION BY device_id, pid, r ORDER BY ts, d ROWS UNBOUNDED PRECEDING) AS c
@@ -83,17 +92,26 @@ counted AS (
 -- c - d: the count before this event
 flips AS (
   SELECT device_id, pid, ts, ((1 << (r - 1)) * ((c > 0)::INTEGER - ((c - d) > 0)::INTEGER))::DOUBLE AS flip
-  FROM counted
-  -- the window's edges, so that idle time before the first and after the last operation counts
-  UNION ALL SELECT device_id, pid, w0, 0 FROM budget_windows
-  UNION ALL SELECT device_id, pid, w1, 0 FROM budget_windows),
+  FROM counted),
 masked AS (
   SELECT device_id, pid, ts, lead(ts) OVER w AS next_ts, sum(flip) OVER w AS mask
-  FROM flips WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts ROWS UNBOUNDED PRECEDING))
-SELECT device_id, pid, ts AS start_ns, next_ts AS end_ns, next_ts - ts AS ns,
+  FROM flips WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts ROWS UNBOUNDED PRECEDING)),
+-- before each interval, and after the last one (an opener's prev_end: every earlier operation's end)
+idle AS (
+  SELECT o.device_id, o.pid, greatest(coalesce(o.prev_end, w.w0), w.w0) AS s, least(o.start_ns, w.w1) AS e
+  FROM gpu_openers o JOIN budget_windows w ON w.device_id = o.device_id AND w.pid = o.pid
+  UNION ALL
+  SELECT w.device_id, w.pid, greatest(l.last_end, w.w0), w.w1
+  FROM budget_windows w JOIN (SELECT device_id, pid, max(end_ns) AS last_end FROM gpu_busy GROUP BY ALL) l
+    ON l.device_id = w.device_id AND l.pid = w.pid)
+SELECT device_id, pid, s AS start_ns, e AS end_ns, e - s AS ns, r FROM ops WHERE alone AND e > s
+UNION ALL
+SELECT device_id, pid, ts, next_ts, next_ts - ts,
        -- the lowest set bit's position: bits below it, counted
-       CASE WHEN mask = 0 THEN 0 ELSE 1 + bit_count((mask::BIGINT & -(mask::BIGINT)) - 1) END::UTINYINT AS r
-FROM masked WHERE next_ts > ts;
+       (1 + bit_count((mask::BIGINT & -(mask::BIGINT)) - 1))::UTINYINT
+FROM masked WHERE next_ts > ts AND mask <> 0
+UNION ALL
+SELECT device_id, pid, s, e, e - s, 0::UTINYINT FROM idle WHERE e > s;
 
 -- Idle time by cause. A run under min_gap_ns is the GPU's own dispatch latency; a run with no
 -- gap (before the first or after the last operation of the window) is host time with no GPU
@@ -277,3 +295,4 @@ DROP TABLE budget_other_process;
 DROP TABLE budget_idle_causes;
 DROP TABLE budget_segments;
 DROP TABLE budget_windows;
+DROP TABLE gpu_openers;
