@@ -371,8 +371,7 @@ UNION ALL SELECT pid, global_pid, device_id, stream_id, 'graph'::label, start_ns
 -- has ended (prev_end, the latest end before it); that interval ends where the next one opens
 -- (the next opener's prev_end) or at the last end. Only openers are kept: they are also the
 -- idle gaps' right edges (22_idle_gaps.sql), with the lowest launching thread among the
--- operations starting there (launch_tid sorts before end_ns, NULLs last), and the budget's idle
--- segments (40_budget.sql), which drops them.
+-- operations starting there (launch_tid sorts before end_ns, NULLs last). Dropped in 22.
 CREATE TABLE gpu_openers AS
 SELECT * FROM (
   SELECT device_id, pid, global_pid, start_ns, launch_tid,

@@ -273,4 +273,5 @@ DROP TABLE gap_threads;
 DROP TABLE raw_gaps;
 DROP TABLE main_threads;
 DROP TABLE host_states;
+DROP TABLE gpu_openers;
 DROP TABLE nvtx_stack_points;

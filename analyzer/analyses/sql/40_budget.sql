@@ -55,19 +55,17 @@ SELECT DISTINCT b.device_id, b.pid, s.start_ns AS w0, s.end_ns AS w1
 FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
 WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns AND s.end_ns > s.start_ns;
 
--- The window tiled into segments, each held by one class (r, budget_classes' rank) or idle (r = 0).
+-- The window's GPU busy time in segments, each held by one class (r, budget_classes' rank).
 -- Almost every busy interval (gpu_busy) is a single operation: its class holds it, with no sweep.
--- Idle segments are the gaps between busy intervals (gpu_openers' prev_end to start_ns), the
--- window's edges clipping them. Only the operations of multi-operation intervals go through a
--- sweep, where the highest active class holds the time between two consecutive event times. Two
--- sorts, each with one running sum (eight running counts, one per class, cost several times
--- more): a running count per class over its own starts (+1) and ends (-1) gives the moments the
--- class turns on or off, as a flip of its bit; a running sum of the flips over all event times of
--- the (device, process) is the bitmask of the active classes after each time, its lowest bit the
--- highest class. The counts and flips are exact in DOUBLE (small integers), and order-free
--- within one time: only the state after all of a time's events is kept. Busy intervals are
--- apart (an operation starting where the interval's running end is joins it), so the sweep's
--- masks are those of a sweep over every operation, and the segments the same.
+-- Only the operations of multi-operation intervals go through a sweep, where the highest active
+-- class holds the time between two consecutive event times. Two sorts, each with one running sum
+-- (eight running counts, one per class, cost several times more): a running count per class over
+-- its own starts (+1) and ends (-1) gives the moments the class turns on or off, as a flip of its
+-- bit; a running sum of the flips over all event times of the (device, process) is the bitmask of
+-- the active classes after each time, its lowest bit the highest class. The counts and flips are
+-- exact in DOUBLE (small integers), and order-free within one time: only the state after all of
+-- a time's events is kept. Busy intervals lie apart (an operation starting at or before the
+-- interval's running end joins it), so these masks are those of a sweep over every operation.
 CREATE TABLE budget_segments AS
 WITH alone AS (SELECT device_id, pid, start_ns FROM gpu_busy WHERE ops = 1),
 ops AS (
@@ -95,23 +93,14 @@ flips AS (
   FROM counted),
 masked AS (
   SELECT device_id, pid, ts, lead(ts) OVER w AS next_ts, sum(flip) OVER w AS mask
-  FROM flips WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts ROWS UNBOUNDED PRECEDING)),
--- before each interval, and after the last one (an opener's prev_end: every earlier operation's end)
-idle AS (
-  SELECT o.device_id, o.pid, greatest(coalesce(o.prev_end, w.w0), w.w0) AS s, least(o.start_ns, w.w1) AS e
-  FROM gpu_openers o JOIN budget_windows w ON w.device_id = o.device_id AND w.pid = o.pid
-  UNION ALL
-  SELECT w.device_id, w.pid, greatest(l.last_end, w.w0), w.w1
-  FROM budget_windows w JOIN (SELECT device_id, pid, max(end_ns) AS last_end FROM gpu_busy GROUP BY ALL) l
-    ON l.device_id = w.device_id AND l.pid = w.pid)
+  FROM flips WINDOW w AS (PARTITION BY device_id, pid ORDER BY ts ROWS UNBOUNDED PRECEDING))
 SELECT device_id, pid, s AS start_ns, e AS end_ns, e - s AS ns, r FROM ops WHERE alone AND e > s
 UNION ALL
 SELECT device_id, pid, ts, next_ts, next_ts - ts,
        -- the lowest set bit's position: bits below it, counted
        (1 + bit_count((mask::BIGINT & -(mask::BIGINT)) - 1))::UTINYINT
-FROM masked WHERE next_ts > ts AND mask <> 0
-UNION ALL
-SELECT device_id, pid, s, e, e - s, 0::UTINYINT FROM idle WHERE e > s;
+-- (mask 0: between the intervals swept)
+FROM masked WHERE next_ts > ts AND mask <> 0;
 
 -- Idle time by cause. A run under min_gap_ns is the GPU's own dispatch latency; a run with no
 -- gap (before the first or after the last operation of the window) is host time with no GPU
@@ -125,27 +114,35 @@ CREATE TEMP TABLE budget_idle_causes AS
 WITH settings AS (
   SELECT (SELECT value FROM phase_settings WHERE name = 'min_gap_ns') AS min_gap_ns,
          (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns),
--- Idle runs: consecutive idle segments merged (an end and a start at the same time leave none).
--- Segments tile the window, so a run starts where the last busy segment before it ended (or
--- at the window's start); kept at its last segment, the one before a busy one or the end.
-marked AS (
-  SELECT device_id, pid, r, end_ns, coalesce(lead(r) OVER w, 1) <> 0 AS closes,
-         coalesce(max(CASE WHEN r <> 0 THEN end_ns END) OVER w, first_value(start_ns) OVER w) AS run_start
-  FROM budget_segments WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)),
+-- Idle runs: the window's stretches outside every busy interval of positive length (gpu_busy;
+-- a zero-length one holds no time and splits none), each with the end of the run before it.
+held AS (
+  SELECT b.device_id, b.pid, b.start_ns, b.end_ns, w.w0, w.w1
+  FROM gpu_busy b JOIN budget_windows w ON w.device_id = b.device_id AND w.pid = b.pid WHERE b.end_ns > b.start_ns),
 idle_runs AS (
-  SELECT device_id, pid, run_start AS start_ns, end_ns, end_ns - run_start AS ns FROM marked WHERE r = 0 AND closes),
+  -- before each interval (a run that the window's edges cut away is empty), then after the last
+  SELECT device_id, pid, greatest(coalesce(lag(end_ns) OVER w, w0), w0) AS start_ns, least(start_ns, w1) AS end_ns,
+         CASE WHEN lag(start_ns) OVER w > w0 THEN lag(start_ns) OVER w END AS prev_run_end
+  FROM held WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns)
+  UNION ALL
+  SELECT w.device_id, w.pid, greatest(coalesce(l.last_end, w.w0), w.w0), w.w1,
+         CASE WHEN l.last_start > w.w0 THEN l.last_start END
+  FROM budget_windows w
+  LEFT JOIN (SELECT device_id, pid, max(end_ns) AS last_end, max(start_ns) AS last_start FROM held GROUP BY ALL) l
+    ON l.device_id = w.device_id AND l.pid = w.pid),
 -- Each idle run with the gap it lies in (idle_gaps: the same right edge, the next operation's
--- start) and the GPU work since the idle run before it (NULL when that run is in no gap, as a
--- dispatch run): the work the host waited for when the gap follows a blocking call.
--- (the edges first, then the gap's other columns: a window's sort carries every column)
-edges AS (
-  SELECT i.*, g.start_ns - lag(g.end_ns) OVER (PARTITION BY i.device_id, i.pid ORDER BY i.start_ns) AS prev_busy_ns
-  FROM idle_runs i LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns),
+-- start) and the GPU work between the gap of the run before it and its own (NULL when that run
+-- is in no gap, as a dispatch run): the work the host waited for when the gap follows a
+-- blocking call.
 gaps AS (
-  SELECT e.device_id, e.pid, e.start_ns, e.end_ns, e.ns, g.duration_ns AS gap_ns, g.nvtx_range,
-         g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns, g.host_ns,
-         g.after_blocking_api, e.prev_busy_ns
-  FROM edges e LEFT JOIN idle_gaps g ON g.device_id = e.device_id AND g.pid = e.pid AND g.end_ns = e.end_ns),
+  SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.end_ns - i.start_ns AS ns, g.duration_ns AS gap_ns,
+         g.nvtx_range, g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns,
+         g.host_ns, g.after_blocking_api, g.start_ns - p.end_ns AS prev_busy_ns
+  FROM idle_runs i
+  LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns
+  LEFT JOIN (SELECT device_id, pid, end_ns FROM idle_gaps) p
+    ON p.device_id = i.device_id AND p.pid = i.pid AND p.end_ns = i.prev_run_end
+  WHERE i.end_ns > i.start_ns),
 split AS (
   SELECT g.*, s.launch_gap_ns, s.min_gap_ns,
          CASE WHEN g.gap_ns IS NULL OR g.ns < s.min_gap_ns THEN 0
@@ -187,7 +184,7 @@ SELECT w.device_id, w.pid,
        greatest(coalesce((SELECT sum(least(d.end_ns, w.w1) - greatest(d.start_ns, w.w0)) FROM device_busy d
                           WHERE d.device_id = w.device_id AND d.end_ns > w.w0 AND d.start_ns < w.w1), 0)
                 - coalesce((SELECT sum(s.ns) FROM budget_segments s
-                            WHERE s.device_id = w.device_id AND s.pid = w.pid AND s.r > 0), 0), 0)::DOUBLE AS ns
+                            WHERE s.device_id = w.device_id AND s.pid = w.pid), 0), 0)::DOUBLE AS ns
 FROM budget_windows w;
 
 -- The budget rows before rounding: GPU classes, other processes' time, idle causes.
@@ -195,7 +192,7 @@ CREATE TEMP TABLE budget_raw AS
 WITH idle_total AS (SELECT device_id, pid, sum(ns) AS ns FROM budget_idle_causes GROUP BY ALL),
 gpu AS (
   SELECT s.device_id, s.pid, 'gpu' AS kind, c.class AS cause, NULL AS place, sum(s.ns)::DOUBLE AS ns
-  FROM budget_segments s JOIN budget_classes c ON c.rank = s.r WHERE s.r > 0 GROUP BY ALL),
+  FROM budget_segments s JOIN budget_classes c ON c.rank = s.r GROUP BY ALL),
 other AS (
   SELECT o.device_id, o.pid, 'idle' AS kind, 'other processes' AS cause, NULL AS place, least(o.ns, t.ns) AS ns
   FROM budget_other_process o JOIN idle_total t USING (device_id, pid) WHERE o.ns > 0),
@@ -295,4 +292,3 @@ DROP TABLE budget_other_process;
 DROP TABLE budget_idle_causes;
 DROP TABLE budget_segments;
 DROP TABLE budget_windows;
-DROP TABLE gpu_openers;
