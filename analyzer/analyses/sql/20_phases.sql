@@ -55,12 +55,6 @@ SELECT global_tid, range_id, ts, delta,
        (sum(delta::DOUBLE) OVER (PARTITION BY global_tid ORDER BY ts, ord, tie, range_id ROWS UNBOUNDED PRECEDING))::BIGINT AS open_after
 FROM ev;
 
--- The stack height after the last event at each timestamp of a thread: the lookup key for
--- "which range is innermost at time t" (an ASOF join, see 21_nvtx.sql).
-CREATE TABLE nvtx_stack_points AS
-SELECT global_tid, ts, arg_max(open_after, seq) AS open_after, max(seq) AS last_seq
-FROM nvtx_stack_events GROUP BY global_tid, ts;
-
 -- One row per NVTX range with its place in its thread's push/pop stack, found by one sort of
 -- push/pop events (linear, no interval join). At equal timestamps ends sort before starts,
 -- outer starts before inner ones. Start/end ranges, and push/pop ranges ended on another
@@ -89,6 +83,17 @@ parented AS (
 SELECT n.range_id, n.pid, n.tid, n.global_tid, n.start_ns, n.end_ns, n.duration_ns, n.name, n.domain,
        n.style, p.depth, p.parent_id, p.seq AS start_seq
 FROM nvtx_numbered n LEFT JOIN parented p USING (range_id);
+
+-- The stack height after the last event at each timestamp of a thread, and the innermost range
+-- open then (the last one started at the depth below that height): the lookup for "which range
+-- is innermost at time t", one ASOF join for each consumer (21_nvtx.sql, 22_idle_gaps.sql).
+CREATE TABLE nvtx_stack_points AS
+WITH points AS (
+  SELECT global_tid, ts, arg_max(open_after, seq) AS open_after, max(seq) AS last_seq
+  FROM nvtx_stack_events GROUP BY global_tid, ts)
+SELECT p.global_tid, p.ts, p.open_after, CASE WHEN p.open_after > 0 THEN t.range_id END AS range_id
+FROM points p ASOF LEFT JOIN nvtx_tree t
+  ON t.global_tid = p.global_tid AND t.depth = p.open_after - 1 AND t.start_seq <= p.last_seq;
 
 -- Pattern priority per distinct range name (names repeat: match each once).
 CREATE TABLE step_names AS

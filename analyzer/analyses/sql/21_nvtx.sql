@@ -3,20 +3,16 @@
 -- window functions and ASOF joins (sort-merge), never an interval join.
 
 -- Innermost open push/pop range on the launching thread at each GPU operation's launch call
--- (its API call's start). The stack height after the last NVTX event at or before the launch is
--- D; the innermost open range is the last range started at depth D-1 before that point.
+-- (its API call's start): the one open after the last NVTX event at or before the launch
+-- (nvtx_stack_points).
 CREATE TABLE gpu_op_ranges AS
 WITH ops AS (
   SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
          launch_start_ns
-  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL),
-at_launch AS (
-  SELECT o.*, p.open_after, p.last_seq
-  FROM ops o ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns)
-SELECT a.pid, a.device_id, a.kind, a.name, a.start_ns, a.end_ns, a.duration_ns, a.launch_start_ns, t.range_id
-FROM at_launch a ASOF LEFT JOIN nvtx_tree t
-  ON t.global_tid = a.global_tid AND t.depth = a.open_after - 1 AND t.start_seq <= a.last_seq
-WHERE a.open_after > 0;
+  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL)
+SELECT o.pid, o.device_id, o.kind, o.name, o.start_ns, o.end_ns, o.duration_ns, o.launch_start_ns, p.range_id
+FROM ops o ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns
+WHERE p.open_after > 0;
 
 -- Per range instance, the GPU operations launched inside it or inside its descendants
 -- (what nsys's nvtx_gpu_proj_sum counts): direct aggregates rolled up the parent chain, so the

@@ -187,13 +187,12 @@ CREATE TABLE idle_gaps AS
 WITH looked AS (
   SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns,
          CASE WHEN g.start_ns < s.end_ns THEN s.step END AS step,
-         CASE WHEN p.open_after > 0 THEN t.range_id END AS range_id,
+         p.range_id,
          b.end_ns >= g.start_ns AS after_blocking, b.api AS blocking_api, b.kind AS blocking_kind,
          b.end_ns AS blocking_end_ns, b.duration_ns AS blocking_wait_ns
   FROM raw_gaps g
   ASOF LEFT JOIN steps s ON s.pid = g.pid AND s.start_ns <= g.start_ns
   ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = g.global_tid AND p.ts <= g.start_ns + (g.end_ns - g.start_ns) // 2
-  ASOF LEFT JOIN nvtx_tree t ON t.global_tid = g.global_tid AND t.depth = p.open_after - 1 AND t.start_seq <= p.last_seq
   ASOF LEFT JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns),
 classed AS (
   SELECT g.*, r.name AS nvtx_range, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
