@@ -111,12 +111,10 @@ FROM masked WHERE next_ts > ts AND mask <> 0;
 -- per-operation cost of issuing work.
 -- (idle runs and gaps are CTEs: one consumer, and a row per gap)
 CREATE TEMP TABLE budget_idle_causes AS
-WITH settings AS (
-  SELECT (SELECT value FROM phase_settings WHERE name = 'min_gap_ns') AS min_gap_ns,
-         (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns),
 -- Idle runs: the window's stretches outside every busy interval of positive length (gpu_busy;
 -- a zero-length one holds no time and splits none), each with the end of the run before it.
-held AS (
+-- (read twice, and inlined: materialized, its scans cost more than the scan of gpu_busy)
+WITH held AS NOT MATERIALIZED (
   SELECT b.device_id, b.pid, b.start_ns, b.end_ns, w.w0, w.w1
   FROM gpu_busy b JOIN budget_windows w ON w.device_id = b.device_id AND w.pid = b.pid WHERE b.end_ns > b.start_ns),
 idle_runs AS (
@@ -143,35 +141,38 @@ gaps AS (
   LEFT JOIN (SELECT device_id, pid, end_ns FROM idle_gaps) p
     ON p.device_id = i.device_id AND p.pid = i.pid AND p.end_ns = i.prev_run_end
   WHERE i.end_ns > i.start_ns),
-split AS (
-  SELECT g.*, s.launch_gap_ns, s.min_gap_ns,
-         CASE WHEN g.gap_ns IS NULL OR g.ns < s.min_gap_ns THEN 0
-              WHEN g.after_blocking_api IS NOT NULL THEN least(g.ns, coalesce(g.prev_busy_ns, 0)) ELSE 0 END AS waited_ns
-  FROM gaps g, settings s),
-parts AS (
-  SELECT device_id, pid, ns, gap_ns, nvtx_range, waited_ns,
-         ns < min_gap_ns AS dispatch, gap_ns IS NULL AS no_gap, gap_ns < launch_gap_ns AS short_gap,
-         (ns - waited_ns) / nullif(gap_ns, 0)::DOUBLE AS scale,
-         sync_ns, copy_ns, launch_ns, allocation_ns, module_ns, api_ns, osrt_ns, host_ns
-  FROM split),
+-- (the settings as scalar subqueries: a join with their row was planned as a nested loop)
+with_settings AS (
+  SELECT g.*, (SELECT value FROM phase_settings WHERE name = 'min_gap_ns') AS min_gap_ns,
+         (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns
+  FROM gaps g),
+waits AS (
+  SELECT *, ns < min_gap_ns AS dispatch, gap_ns < launch_gap_ns AS short_gap,
+         CASE WHEN gap_ns IS NULL OR ns < min_gap_ns THEN 0
+              WHEN after_blocking_api IS NOT NULL THEN least(ns, coalesce(prev_busy_ns, 0)) ELSE 0 END AS waited_ns
+  FROM with_settings),
+parts AS (SELECT *, (ns - waited_ns) / nullif(gap_ns, 0)::DOUBLE AS scale FROM waits),
+-- One list of (cause, place, part, scale) per run, unnested: not a union over the runs (each
+-- branch would scan them again), nor a LATERAL VALUES (planned as a join back on every column).
+-- A state's part of the gap is scaled to the run's time beyond the sync's share.
 rows AS (
-  SELECT device_id, pid, 'dispatch' AS cause, NULL AS place, ns::DOUBLE AS ns FROM parts WHERE dispatch
-  UNION ALL SELECT device_id, pid, 'no GPU work queued', NULL, ns FROM parts WHERE no_gap AND NOT dispatch
-  UNION ALL SELECT device_id, pid, 'sync', nvtx_range, waited_ns FROM parts WHERE waited_ns > 0
-  UNION ALL
-  SELECT device_id, pid, item.cause, nvtx_range, item.part * scale FROM (
-    -- a list per row, not a LATERAL VALUES: that one is planned as a join back on every column
-    SELECT device_id, pid, nvtx_range, scale, unnest([
-      {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'sync' END, 'part': sync_ns},
-      {'cause': 'copy', 'part': copy_ns},
-      {'cause': 'launch', 'part': launch_ns},
-      {'cause': 'allocation', 'part': allocation_ns},
-      {'cause': 'module loading', 'part': module_ns},
-      {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'other CUDA calls' END, 'part': api_ns},
-      {'cause': 'OS wait', 'part': osrt_ns},
-      {'cause': CASE WHEN short_gap THEN 'launch' WHEN nvtx_range IS NULL THEN 'untraced host code'
-                     ELSE 'host code' END, 'part': host_ns}]) AS item
-    FROM parts WHERE NOT dispatch AND NOT no_gap)
+  SELECT device_id, pid, item.cause, item.place, item.part * item.scale AS ns FROM (
+    SELECT device_id, pid, unnest(CASE
+      WHEN dispatch THEN [{'cause': 'dispatch', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
+      WHEN gap_ns IS NULL THEN [{'cause': 'no GPU work queued', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
+      ELSE [
+        {'cause': 'sync', 'place': nvtx_range, 'part': waited_ns, 'scale': 1.0::DOUBLE},
+        {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'sync' END, 'place': nvtx_range, 'part': sync_ns, 'scale': scale},
+        {'cause': 'copy', 'place': nvtx_range, 'part': copy_ns, 'scale': scale},
+        {'cause': 'launch', 'place': nvtx_range, 'part': launch_ns, 'scale': scale},
+        {'cause': 'allocation', 'place': nvtx_range, 'part': allocation_ns, 'scale': scale},
+        {'cause': 'module loading', 'place': nvtx_range, 'part': module_ns, 'scale': scale},
+        {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'other CUDA calls' END, 'place': nvtx_range,
+         'part': api_ns, 'scale': scale},
+        {'cause': 'OS wait', 'place': nvtx_range, 'part': osrt_ns, 'scale': scale},
+        {'cause': CASE WHEN short_gap THEN 'launch' WHEN nvtx_range IS NULL THEN 'untraced host code'
+                       ELSE 'host code' END, 'place': nvtx_range, 'part': host_ns, 'scale': scale}] END) AS item
+    FROM parts)
   WHERE item.part > 0
 )
 SELECT device_id, pid, cause, place, sum(ns) AS ns FROM rows GROUP BY ALL;
