@@ -2,27 +2,35 @@
 -- work launched from it and the GPU busy time during it. Linear in ranges + operations: sorts,
 -- window functions and ASOF joins (sort-merge), never an interval join.
 
--- Innermost open push/pop range on the launching thread at each GPU operation's launch call
--- (its API call's start): the one open after the last NVTX event at or before the launch
--- (nvtx_stack_points).
-CREATE TABLE gpu_op_ranges AS
+-- GPU operations by the innermost open push/pop range on the launching thread at their launch
+-- call (its API call's start): the one open after the last NVTX event at or before the launch
+-- (nvtx_stack_points). Summed per (range, process, device, kind, name, in the steady state or
+-- not), the grain both consumers below need: a row per range and operation name, not one per
+-- operation.
+CREATE TABLE range_op_sums AS
 WITH ops AS (
   SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
          launch_start_ns
   FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL)
-SELECT o.pid, o.device_id, o.kind, o.name, o.start_ns, o.end_ns, o.duration_ns, o.launch_start_ns, p.range_id
+SELECT p.range_id, o.pid, o.device_id, o.kind, o.name,
+       o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AS steady,
+       count(*) AS ops, sum(o.duration_ns::DOUBLE)::BIGINT AS gpu_ns,
+       min(o.start_ns) AS gpu_start_ns, max(o.end_ns) AS gpu_end_ns
 FROM ops o ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns
-WHERE p.open_after > 0;
+LEFT JOIN steady_state s ON s.pid = o.pid
+WHERE p.open_after > 0
+GROUP BY ALL;
 
 -- Per range instance, the GPU operations launched inside it or inside its descendants
 -- (what nsys's nvtx_gpu_proj_sum counts): direct aggregates rolled up the parent chain, so the
 -- work is ranges-with-GPU-work x depth.
 CREATE TABLE nvtx_direct_ops AS
-SELECT range_id, count(*) AS ops, count(*) FILTER (WHERE kind = 'kernel') AS kernels,
-       count(*) FILTER (WHERE kind = 'memcpy') AS memcpys, count(*) FILTER (WHERE kind = 'memset') AS memsets,
-       count(*) FILTER (WHERE kind = 'graph') AS graphs, sum(duration_ns) AS gpu_ns,
-       min(start_ns) AS gpu_start_ns, max(end_ns) AS gpu_end_ns
-FROM gpu_op_ranges GROUP BY range_id;
+SELECT range_id, sum(ops)::BIGINT AS ops, coalesce(sum(ops) FILTER (WHERE kind = 'kernel'), 0)::BIGINT AS kernels,
+       coalesce(sum(ops) FILTER (WHERE kind = 'memcpy'), 0)::BIGINT AS memcpys,
+       coalesce(sum(ops) FILTER (WHERE kind = 'memset'), 0)::BIGINT AS memsets,
+       coalesce(sum(ops) FILTER (WHERE kind = 'graph'), 0)::BIGINT AS graphs, sum(gpu_ns)::BIGINT AS gpu_ns,
+       min(gpu_start_ns) AS gpu_start_ns, max(gpu_end_ns) AS gpu_end_ns
+FROM range_op_sums GROUP BY range_id;
 
 CREATE TABLE nvtx_inclusive_ops AS
 WITH RECURSIVE up(range_id, anc_id, ops, kernels, memcpys, memsets, graphs, gpu_ns, gpu_start_ns, gpu_end_ns) AS (
@@ -50,9 +58,9 @@ FROM up GROUP BY anc_id;
 -- @column ops: operations, count
 -- @column gpu_ns: their summed GPU durations, ns
 CREATE TABLE nvtx_op_time AS
-SELECT r.pid, r.device_id, t.name AS range_name, r.kind, r.name, count(*) AS ops, sum(r.duration_ns)::BIGINT AS gpu_ns
-FROM gpu_op_ranges r JOIN nvtx_tree t USING (range_id) JOIN steady_state s ON s.pid = r.pid
-WHERE r.start_ns >= s.start_ns AND r.start_ns < s.end_ns
+SELECT r.pid, r.device_id, t.name AS range_name, r.kind, r.name, sum(r.ops)::BIGINT AS ops, sum(r.gpu_ns)::BIGINT AS gpu_ns
+FROM range_op_sums r JOIN nvtx_tree t USING (range_id)
+WHERE r.steady
 GROUP BY ALL;
 
 -- One row per gpu_busy interval with the busy time of its (device, process) before it: a
@@ -131,4 +139,4 @@ LEFT JOIN children c USING (range_id);
 -- until DuckDB's memory limit): dropped once used.
 DROP TABLE nvtx_inclusive_ops;
 DROP TABLE nvtx_direct_ops;
-DROP TABLE gpu_op_ranges;
+DROP TABLE range_op_sums;
