@@ -410,18 +410,28 @@ SELECT device_id, pid, start_ns, end_ns, end_ns - start_ns AS duration_ns, ops F
 -- @column end_ns: end of the interval on the session clock, ns
 -- @column duration_ns: end_ns - start_ns, ns
 CREATE TABLE device_busy AS
-WITH openers AS (
+-- A device used by one process has that process's intervals, already apart: only devices shared
+-- by several processes need the sort.
+WITH devices AS (
+  SELECT device_id, count(DISTINCT pid) + max((pid IS NULL)::INTEGER) = 1 AS one_process, max(end_ns) AS last_end
+  FROM gpu_busy GROUP BY ALL),
+shared AS (
+  SELECT b.device_id, b.start_ns, b.end_ns
+  FROM gpu_busy b JOIN devices d ON d.device_id IS NOT DISTINCT FROM b.device_id WHERE NOT d.one_process),
+openers AS (
   SELECT * FROM (
     SELECT device_id, start_ns, max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
                                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-    FROM gpu_busy)
+    FROM shared)
   WHERE prev_end IS NULL OR start_ns > prev_end),
-last AS (SELECT device_id, max(end_ns) AS last_end FROM gpu_busy GROUP BY ALL),
 spans AS (
   SELECT o.device_id, o.start_ns,
          coalesce(lead(o.prev_end) OVER (PARTITION BY o.device_id ORDER BY o.start_ns), l.last_end) AS end_ns
-  FROM openers o JOIN last l ON l.device_id IS NOT DISTINCT FROM o.device_id)
-SELECT device_id, start_ns, end_ns, end_ns - start_ns AS duration_ns FROM spans;
+  FROM openers o JOIN devices l ON l.device_id IS NOT DISTINCT FROM o.device_id)
+SELECT device_id, start_ns, end_ns, end_ns - start_ns AS duration_ns FROM spans
+UNION ALL
+SELECT b.device_id, b.start_ns, b.end_ns, b.duration_ns
+FROM gpu_busy b JOIN devices d ON d.device_id IS NOT DISTINCT FROM b.device_id WHERE d.one_process;
 
 -- One row per NVTX range (push/pop and start/end, also their NVTXT twins). Unended ranges end
 -- at the last NVTX timestamp, as nsys does. Domains are matched on (domainId, process).
