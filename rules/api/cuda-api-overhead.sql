@@ -1,17 +1,21 @@
 -- One row per CUDA API (runtime and driver), version suffixes stripped, most host time first.
 -- Totals cover the whole trace (as nsys's cuda_api_sum); the launch verdict judges the steady
 -- state (steady_state), where it exists, so start-up and warm-up launches do not decide it.
-WITH per_pid AS (SELECT api, layer, pid, sum(duration_ns) AS ns FROM api_calls GROUP BY ALL),
--- pid: the process that spends the most host time in the API (the budget slice it draws on),
--- the lowest pid on a tie
-top_pid AS (SELECT api, layer, first(pid ORDER BY ns DESC, pid) AS pid FROM per_pid GROUP BY ALL),
-per_api AS (
-  SELECT a.api, a.layer, any_value(a.category) AS category, any_value(t.pid) AS pid, count(*) AS calls,
+WITH per_api_calls AS (
+  SELECT api, layer, any_value(category) AS category, count(*) AS calls,
          sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
          min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
          coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-  FROM api_calls a JOIN top_pid t ON t.api IS NOT DISTINCT FROM a.api AND t.layer IS NOT DISTINCT FROM a.layer
-  GROUP BY a.api, a.layer),
+  FROM api_calls GROUP BY api, layer),
+-- pid: the process that spends the most host time in the API (the budget slice it draws on),
+-- the lowest pid on a tie
+top_pid AS (
+  SELECT api, layer, first(pid ORDER BY ns DESC, pid) AS pid
+  FROM (SELECT api, layer, pid, sum(duration_ns) AS ns FROM api_calls GROUP BY ALL) GROUP BY ALL),
+per_api AS (
+  SELECT a.api, a.layer, a.category, t.pid, a.calls, a.total_ns, a.avg_ns, a.median_ns, a.min_ns, a.max_ns,
+         a.stddev_ns
+  FROM per_api_calls a JOIN top_pid t ON t.api IS NOT DISTINCT FROM a.api AND t.layer IS NOT DISTINCT FROM a.layer),
 launched AS (
   SELECT api_base_name(launch_api) AS api, count(*) AS gpu_ops, sum(duration_ns) AS gpu_ns
   FROM gpu_activity WHERE launch_api IS NOT NULL GROUP BY 1),
