@@ -13,7 +13,7 @@ from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
-from nsys_diagnose.engine.runner import run_rule
+from nsys_diagnose.engine.runner import run_rules
 from nsys_diagnose.errors import DiagnoseError
 from nsys_diagnose.ingest import progress
 from nsys_diagnose.ingest.database import (
@@ -77,10 +77,9 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     """timeline=True adds the binned timeline the HTML report draws (analyses/timeline.py)."""
     con = trace.con
     chosen = [r for r in rules.values() if not select or r.id in select]
-    results = []
-    for i, r in enumerate(chosen, 1):
-        progress.stage(f"rule {r.id} ({i}/{len(chosen)})")
-        results.append(run_rule(con, r, overrides.get(r.id, {}), trace.captured))
+    progress.stage(f"rules (0/{len(chosen)} done)")
+    results = run_rules(con, chosen, overrides, trace.captured,
+                        on_done=lambda n, r: progress.stage(f"rules ({n}/{len(chosen)} done, last {r.id})"))
     progress.stage("metrics and the step budget")
     metrics = compute(con)
     budget, steady = step_budget.compute(con)

@@ -65,10 +65,13 @@ class Timed:  # a connection whose execute() charges ingest statements to their 
 
 connect = duckdb.connect
 D.duckdb.connect = lambda *a, **k: Timed(connect(*a, **k)) if not k.get("read_only") else connect(*a, **k)
-run_rule = A.run_rule
-def timed_rule(con, rule, *a, **k):
-    s = time.perf_counter(); r = run_rule(con, rule, *a, **k); per_rule[rule.id] = time.perf_counter() - s; return r
-A.run_rule = timed_rule
+from nsys_diagnose.engine import runner as R
+run_on, run_rules = R._run_on, R.run_rules
+def timed_rule(cursor, rule, *a, **k):  # a rule's wall time, beside the others running with it
+    s = time.perf_counter(); r = run_on(cursor, rule, *a, **k); per_rule[rule.id] = time.perf_counter() - s; return r
+def timed_rules(*a, **k):
+    s = time.perf_counter(); r = run_rules(*a, **k); stage["rules_s"] = time.perf_counter() - s; return r
+R._run_on, A.run_rules = timed_rule, timed_rules
 # open_trace + report_from_trace, not analyze(): the report cache would answer a repeat without a query,
 # and this measures the rule pack itself on the ingest cache
 s = time.perf_counter()
@@ -78,8 +81,7 @@ report = A.report_from_trace(trace, rules, {}, None)
 text = markdown.render(report)
 trace.close()
 total = time.perf_counter() - s
-stage.update(imports_s=imports, rules_s=sum(per_rule.values()),
-             report_s=total - stage["open_s"] - sum(per_rule.values()), from_cache=report.input.from_cache)
+stage.update(imports_s=imports, report_s=total - stage["open_s"] - stage["rules_s"], from_cache=report.input.from_cache)
 print(json.dumps({"stage": stage, "per_file": per_file, "per_rule": per_rule, "headline": report.headline}))
 """
 
@@ -252,7 +254,7 @@ def main() -> None:
                                   for run, v in ours_runs.items()})
         lines += stage_lines(me["stages_cold"], "our stages, cold")
         lines += stage_lines(me["stages_warm"], "our stages, warm")
-        lines.append("\n| rule | cold s | warm s |\n|---|---|---|")
+        lines.append("\n| rule (its wall time, run beside the others) | cold s | warm s |\n|---|---|---|")
         warm_rules = me["stages_warm"]["per_rule"]
         for rule, sec in sorted(me["stages_cold"]["per_rule"].items(), key=lambda kv: -warm_rules.get(kv[0], 0)):
             lines.append(f"| {rule} | {sec:.3f} | {warm_rules.get(rule, float('nan')):.3f} |")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from nsys_diagnose import limits
 from nsys_diagnose.engine import runner
-from nsys_diagnose.engine.catalog import load_rule
+from nsys_diagnose.engine.catalog import load_rule, load_rules
 from nsys_diagnose.ingest.database import open_trace
 from nsys_diagnose.units import render
 
@@ -131,3 +131,27 @@ def test_a_long_error_reason_is_cut(trace, tmp_path):
     rule = load_rule(user_rule(tmp_path, "long-error", "SELECT CAST(repeat('q', 1000000) AS INTEGER) AS x"))
     result = runner.run_rule(trace.con, rule, {}, trace.captured)
     assert result.status == "error" and len(result.reason.encode()) <= limits.MAX_REASON_BYTES
+
+
+def test_rules_side_by_side_give_the_results_of_one_at_a_time(trace):
+    rules = list(load_rules().values())
+    together = runner.run_rules(trace.con, rules, {}, trace.captured)
+    alone = [runner.run_rule(trace.con, r, {}, trace.captured) for r in rules]
+    assert [r.id for r in together] == [r.id for r in rules]
+    assert [r.model_dump(exclude={"seconds"}) for r in together] == [r.model_dump(exclude={"seconds"}) for r in alone]
+
+
+def test_an_interrupt_stops_the_rules_already_running(trace, tmp_path, monkeypatch):
+    """Ctrl-C while rules run side by side: the running ones are interrupted too, not left to
+    their time limit, and the queued ones never start."""
+    monkeypatch.setenv("NSYS_DIAGNOSE_RULE_TIMEOUT_S", "60")
+    quick = load_rule(user_rule(tmp_path, "quick", "SELECT 1 AS x"))
+    endless = load_rule(user_rule(tmp_path, "endless", "SELECT count(*) AS x FROM range(1000000) a, range(1000000) b"))
+
+    def stop(n, rule):
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_rules(trace.con, [quick, endless, endless], {}, trace.captured, on_done=stop)
+    assert time.monotonic() - started < 10

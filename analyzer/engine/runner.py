@@ -17,8 +17,9 @@ import re
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 from nsys_diagnose import limits
@@ -31,6 +32,8 @@ from nsys_diagnose.units import render
 
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
 MAX_RULE_TIMEOUT_S = 86_400.0
+MAX_RULES_AT_ONCE = 4
+SIDE_BY_SIDE_MAX_BYTES = 512 << 20  # rules on a bigger database run one at a time (run_rules)
 MAX_RULE_ROWS = 1_000_000  # a result this long is a runaway query (say, a cross join), not evidence
 
 
@@ -111,8 +114,51 @@ def _where(rule: Rule, error: Exception, composed: str | None) -> str:
     return f"{Path(rule.source).with_suffix('.sql')}:{line}"
 
 
+def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict[str, dict[str, Any]],
+              captured: dict[str, bool], on_done: Callable[[int, Rule], None] | None = None) -> list[RuleResult]:
+    """The rules' results, in `rules`' order, each run on its own cursor. On a small trace they
+    run side by side, as many at a time as DuckDB has threads (at most MAX_RULES_AT_ONCE): there a
+    rule's time is mostly DuckDB planning it on one core. On a big one (a database over
+    SIDE_BY_SIDE_MAX_BYTES) one at a time: each rule already uses every core, and two at once
+    hold two working sets (at 1e7 kernels, 120 MB more RSS for 7 % less time). on_done(n, rule)
+    is called, in the caller's thread, as the n-th one ends."""
+    threads, used_bytes = con.execute("SELECT current_setting('threads')::INTEGER, "
+                                      "(SELECT sum(used_blocks * block_size) FROM pragma_database_size())").fetchone()
+    workers = min(threads, MAX_RULES_AT_ONCE, len(rules)) if (used_bytes or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
+    cursors = [con.cursor() for _ in rules]
+    try:
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            futures = {pool.submit(_run_on, c, r, overrides.get(r.id, {}), captured): r
+                       for c, r in zip(cursors, rules)}
+            try:
+                for n, future in enumerate(as_completed(futures), 1):
+                    if on_done:
+                        on_done(n, futures[future])
+            except BaseException:  # Ctrl-C: stop the running rules too, not only the queued ones
+                for future in futures:
+                    future.cancel()
+                while not all(future.done() for future in futures):  # again and again: an interrupt
+                    for cursor in cursors:  # sent between two queries of a rule is lost
+                        cursor.interrupt()
+                    wait(futures, timeout=0.05)
+                raise
+        return [future.result() for future in futures]
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
 def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
              captured: dict[str, bool]) -> RuleResult:
+    cursor = con.cursor()
+    try:
+        return _run_on(cursor, rule, overrides, captured)
+    finally:
+        cursor.close()
+
+
+def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
+            captured: dict[str, bool]) -> RuleResult:
     base = dict(id=rule.id, title=rule.title, category=rule.category)
     missing = missing_inputs(rule, captured)
     if missing:
@@ -120,7 +166,6 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
     params = {name: p.default for name, p in rule.params.items()} | overrides
     started = time.perf_counter()
     timeout_s = rule_timeout_s()
-    cursor = con.cursor()
     timer = threading.Timer(timeout_s, cursor.interrupt)
     sql = None
     try:
@@ -145,7 +190,6 @@ def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, An
         return _failed(base, f"{_where(rule, e, sql)}: {reason}", started)
     finally:
         timer.cancel()
-        cursor.close()
     # Rendering counts against the same time limit, and the rows and findings kept against the
     # rule's byte budget (limits.py): what is left out is still counted in row_count.
     deadline = started + timeout_s
