@@ -1,12 +1,18 @@
 -- One row per CUDA API (runtime and driver), version suffixes stripped, most host time first.
 -- Totals cover the whole trace (as nsys's cuda_api_sum); the launch verdict judges the steady
 -- state (steady_state), where it exists, so start-up and warm-up launches do not decide it.
+-- Each table is read once for the whole trace and its steady state together (a call is in the
+-- steady state when it starts inside its process's window; steady_state has a row per process).
 WITH per_api_calls AS (
-  SELECT api, layer, any_value(category) AS category, count(*) AS calls,
-         sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
-         min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-         coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-  FROM api_calls GROUP BY api, layer),
+  SELECT a.api, a.layer, any_value(a.category) AS category, count(*) AS calls,
+         sum(a.duration_ns) AS total_ns, avg(a.duration_ns) AS avg_ns, median(a.duration_ns) AS median_ns,
+         min(a.duration_ns) AS min_ns, max(a.duration_ns) AS max_ns,
+         coalesce(stddev_samp(a.duration_ns), 0) AS stddev_ns,
+         count(*) FILTER (WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns) AS steady_calls,
+         coalesce(sum(a.duration_ns) FILTER (WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns), 0)
+           AS steady_total_ns,
+         median(a.duration_ns) FILTER (WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns) AS steady_median_ns
+  FROM api_calls a LEFT JOIN steady_state ss ON ss.pid = a.pid GROUP BY a.api, a.layer),
 -- pid: the process that spends the most host time in the API (the budget slice it draws on),
 -- the lowest pid on a tie
 top_pid AS (
@@ -14,33 +20,26 @@ top_pid AS (
   FROM (SELECT api, layer, pid, sum(duration_ns) AS ns FROM api_calls GROUP BY ALL) GROUP BY ALL),
 per_api AS (
   SELECT a.api, a.layer, a.category, t.pid, a.calls, a.total_ns, a.avg_ns, a.median_ns, a.min_ns, a.max_ns,
-         a.stddev_ns
+         a.stddev_ns, a.steady_calls, a.steady_total_ns, a.steady_median_ns
   FROM per_api_calls a JOIN top_pid t ON t.api IS NOT DISTINCT FROM a.api AND t.layer IS NOT DISTINCT FROM a.layer),
 launched AS (
-  SELECT api_base_name(launch_api) AS api, count(*) AS gpu_ops, sum(duration_ns) AS gpu_ns
-  FROM gpu_activity WHERE launch_api IS NOT NULL GROUP BY 1),
-steady_calls AS (
-  SELECT a.api, a.layer, count(*) AS steady_calls, sum(a.duration_ns) AS steady_total_ns,
-         median(a.duration_ns) AS steady_median_ns
-  FROM api_calls a JOIN steady_state ss ON ss.pid = a.pid AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns
-  GROUP BY a.api, a.layer),
-steady_launched AS (
-  SELECT api_base_name(g.launch_api) AS api, sum(g.duration_ns) AS gpu_ns
-  FROM gpu_activity g JOIN steady_state ss
-    ON ss.pid = g.pid AND g.launch_start_ns >= ss.start_ns AND g.launch_start_ns < ss.end_ns
+  SELECT api_base_name(g.launch_api) AS api, count(*) AS gpu_ops, sum(g.duration_ns) AS gpu_ns,
+         sum(g.duration_ns) FILTER (WHERE g.launch_start_ns >= ss.start_ns AND g.launch_start_ns < ss.end_ns)
+           AS steady_gpu_ns
+  FROM gpu_activity g LEFT JOIN steady_state ss ON ss.pid = g.pid
   WHERE g.launch_api IS NOT NULL GROUP BY 1),
 total AS (SELECT sum(total_ns) AS all_ns FROM per_api),
 has_steady AS (SELECT count(*) > 0 AS yes FROM steady_state),
 rated AS (
-  SELECT p.*, round(100.0 * p.total_ns / total.all_ns, 2) AS share_pct,
+  SELECT p.* EXCLUDE (steady_calls, steady_total_ns, steady_median_ns),
+         round(100.0 * p.total_ns / total.all_ns, 2) AS share_pct,
          l.gpu_ops AS launched_ops, l.gpu_ns AS launched_gpu_ns,
          round(p.total_ns / nullif(l.gpu_ns, 0), 3) AS api_to_gpu_ratio,
-         coalesce(s.steady_calls, 0) AS steady_calls, coalesce(s.steady_total_ns, 0) AS steady_total_ns,
-         s.steady_median_ns, coalesce(sl.gpu_ns, 0) AS steady_launched_gpu_ns,
-         round(coalesce(s.steady_total_ns, 0) / nullif(sl.gpu_ns, 0), 3) AS steady_api_to_gpu_ratio,
+         p.steady_calls, p.steady_total_ns, p.steady_median_ns,
+         coalesce(l.steady_gpu_ns, 0) AS steady_launched_gpu_ns,
+         round(p.steady_total_ns / nullif(l.steady_gpu_ns, 0), 3) AS steady_api_to_gpu_ratio,
          has_steady.yes AS judged_on_steady_state
-  FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api
-  LEFT JOIN steady_calls s ON s.api = p.api AND s.layer = p.layer LEFT JOIN steady_launched sl ON sl.api = p.api)
+  FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api)
 SELECT *,
        (SELECT count(*) FROM graph_launches g WHERE g.pid = rated.pid) AS graph_replays,
        -- median x calls: the typical cost, so a few slow first launches (lazy module
