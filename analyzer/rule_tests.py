@@ -171,7 +171,9 @@ def result_columns(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[s
 
 def run_case(case: Case, rules: dict[str, Rule], workdir: Path) -> Outcome:
     """The rule's run on the scenario's export, written into `workdir` (no cache: it is new)."""
-    export = write_export(expand(case.scenario.given), workdir / f"{case.path.stem}.sqlite")
+    folder = workdir / case.rule_id  # two rules may each have a scenario of the same name
+    folder.mkdir(exist_ok=True)
+    export = write_export(expand(case.scenario.given), folder / f"{case.path.stem}.sqlite")
     overrides = {case.rule_id: case.overrides}
 
     def run(trace: Trace) -> Outcome:

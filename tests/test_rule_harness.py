@@ -92,6 +92,19 @@ def test_a_team_folder_passes(tmp_path):
                                 "2 scenarios of 1 rule: 2 passed, 0 failed"]
 
 
+def test_two_rules_may_have_scenarios_of_the_same_name(tmp_path):
+    folder = team_folder(tmp_path)
+    (folder / "team" / "few-kernels.yaml").write_text(RULE_YAML.replace("id: many-kernels", "id: few-kernels"))
+    (folder / "team" / "few-kernels.sql").write_text(RULE_SQL)
+    (folder / "_fixtures" / "few-kernels").mkdir()
+    for name in ("fires-three", "quiet-one"):  # as many-kernels' scenarios are named
+        (folder / "_fixtures" / "few-kernels" / f"{name}.yaml").write_text(
+            (folder / "_fixtures" / "many-kernels" / f"{name}.yaml").read_text())
+    code, out, err = invoke("test-rules", folder)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "4 scenarios of 2 rules: 4 passed, 0 failed"
+
+
 def test_a_failing_scenario_exits_1(tmp_path):
     folder = team_folder(tmp_path, {"quiet-one": scenario(4, "passed")})
     code, out, _ = invoke("test-rules", folder)
