@@ -19,7 +19,9 @@ agg AS (
          CAST(round(avg(late_ns)) AS BIGINT) AS mean_late_ns, max(late_ns) AS max_late_ns,
          coalesce(sum(skew_ns) FILTER (WHERE is_last), 0) AS skew_when_last_ns,
          CAST(round(avg(skew_ns) FILTER (WHERE is_last)) AS BIGINT) AS mean_skew_when_last_ns,
-         arg_max(collective_key, late_ns) AS worst_collective, arg_max(start_ns, late_ns) AS worst_start_ns
+         -- the latest-arriving instance; the earliest of equals, so both columns name one instance
+         arg_max(collective_key, (late_ns, -start_ns, collective_key)) AS worst_collective,
+         arg_max(start_ns, (late_ns, -start_ns, collective_key)) AS worst_start_ns
   FROM per GROUP BY ALL)
 SELECT a.device_id, a.pid, n.ranks, a.instances, a.times_last,
        round(100.0 * a.times_last / a.instances, 2) AS last_pct,

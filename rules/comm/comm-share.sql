@@ -5,7 +5,7 @@ WITH win AS (SELECT span_ns FROM trace_window),
 busy AS (SELECT device_id, pid, sum(duration_ns) AS busy_ns FROM gpu_busy GROUP BY ALL),
 by_coll AS (SELECT device_id, pid, collective, sum(duration_ns) AS coll_ns FROM comm_kernels GROUP BY ALL),
 top AS (
-  SELECT device_id, pid, arg_max(collective, coll_ns) AS top_collective,
+  SELECT device_id, pid, first(collective ORDER BY coll_ns DESC, collective) FILTER (WHERE collective IS NOT NULL) AS top_collective,
          max(coll_ns) AS top_ns, sum(coll_ns) AS all_ns
   FROM by_coll GROUP BY ALL),
 api AS (SELECT pid, count(*) AS nccl_api_calls FROM comm_nvtx WHERE collective IS NOT NULL GROUP BY pid)

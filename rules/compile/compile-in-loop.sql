@@ -24,7 +24,7 @@ slow AS (
   WHERE p.module_loads > 0 AND t.clean_median_ns IS NOT NULL AND p.duration_ns > $slow_factor * t.clean_median_ns),
 -- the NVTX range that holds most of the process's idle host time (the budget's place)
 places AS (
-  SELECT pid, arg_max(place, ns) AS top_place FROM (
+  SELECT pid, first(place ORDER BY ns DESC, place) AS top_place FROM (
     SELECT pid, place, sum(ns) AS ns FROM budget WHERE kind = 'idle' AND place IS NOT NULL GROUP BY ALL)
   GROUP BY pid),
 per_pid AS (

@@ -29,7 +29,8 @@ steady_gaps AS (
   FROM listed WHERE in_steady_state GROUP BY ALL),
 -- what the host did during the steady-state gaps listed here (idle_gaps, 22_idle_gaps.sql)
 causes AS (
-  SELECT device_id, pid, arg_max(gap_cause_text(cause, detail), ns) AS top_cause_text, max(ns) AS top_cause_ns
+  SELECT device_id, pid, first(gap_cause_text(cause, detail) ORDER BY ns DESC, cause, detail)
+           FILTER (WHERE gap_cause_text(cause, detail) IS NOT NULL) AS top_cause_text, max(ns) AS top_cause_ns
   FROM (SELECT device_id, pid, cause, detail, sum(duration_ns) AS ns FROM idle_gaps
         WHERE in_steady_state AND duration_ns > $min_gap_ns GROUP BY ALL)
   GROUP BY ALL)

@@ -8,7 +8,7 @@ by_range AS (
          sum(duration_ns) FILTER (WHERE after_blocking_api IS NOT NULL) AS blocked_ns
   FROM idle_gaps WHERE in_steady_state GROUP BY ALL),
 places AS (
-  SELECT device_id, pid, cause, detail, arg_max(nvtx_range, ns) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
+  SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
          sum(blocked_ns) AS after_blocking_ns
   FROM by_range GROUP BY ALL)
 SELECT c.device_id, c.pid, c.cause, c.detail,

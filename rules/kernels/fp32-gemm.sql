@@ -29,7 +29,7 @@ ranked AS (
   FROM fp32 f),
 -- the innermost NVTX range that launches most of the fp32 GEMM time
 top_range AS (
-  SELECT pid, device_id, arg_max(range_name, ns) AS top_range, max(ns) AS top_range_ns
+  SELECT pid, device_id, first(range_name ORDER BY ns DESC, range_name) FILTER (WHERE range_name IS NOT NULL) AS top_range, max(ns) AS top_range_ns
   FROM (SELECT o.pid, o.device_id, o.range_name, sum(o.gpu_ns) AS ns
         FROM nvtx_op_time o JOIN fp32_names USING (name) WHERE o.kind = 'kernel' GROUP BY ALL)
   GROUP BY ALL)

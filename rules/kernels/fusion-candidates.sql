@@ -39,7 +39,7 @@ ranges AS (
   SELECT o.pid, o.device_id, o.range_name, sum(o.gpu_ns) AS ns
   FROM nvtx_op_time o JOIN names n USING (name) WHERE o.kind = 'kernel' AND n.is_elementwise GROUP BY ALL),
 top_range AS (
-  SELECT pid, device_id, arg_max(range_name, ns) AS top_range, max(ns) AS top_range_ns FROM ranges GROUP BY ALL)
+  SELECT pid, device_id, first(range_name ORDER BY ns DESC, range_name) FILTER (WHERE range_name IS NOT NULL) AS top_range, max(ns) AS top_range_ns FROM ranges GROUP BY ALL)
 SELECT l.pid, l.device_id, l.name,
        left(CASE WHEN l.op IS NULL OR l.op = l.short_name THEN coalesce(l.short_name, l.name)
                  ELSE l.short_name || '<' || l.op || '>' END, 120) AS display_name,

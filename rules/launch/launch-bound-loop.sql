@@ -19,7 +19,7 @@ blocking AS (
   WHERE b.start_ns >= ss.start_ns AND b.start_ns < ss.end_ns GROUP BY b.pid),
 -- the budget's launch-overhead idle time (40_budget.sql), and the NVTX range holding most of it
 launch_idle AS (
-  SELECT device_id, pid, sum(ns) AS launch_idle_ns, arg_max(place, ns) FILTER (WHERE place IS NOT NULL) AS top_place,
+  SELECT device_id, pid, sum(ns) AS launch_idle_ns, first(place ORDER BY ns DESC, place) FILTER (WHERE place IS NOT NULL) AS top_place,
          max(ns) FILTER (WHERE place IS NOT NULL) AS top_place_ns
   FROM budget WHERE kind = 'idle' AND cause = 'launch' GROUP BY ALL),
 -- without NVTX: the launching thread and API that issue most kernels

@@ -27,11 +27,11 @@ dev_live AS (
   FROM deltas),
 -- memory freed but allocated before the capture began lifts the baseline: peak = max - min(0, low)
 proc_peak AS (
-  SELECT device_id, pid, max(live) - least(0, min(live)) AS peak_bytes, arg_max(ts_ns, live) AS peak_ts_ns,
+  SELECT device_id, pid, max(live) - least(0, min(live)) AS peak_bytes, arg_max(ts_ns, (live, -ts_ns)) AS peak_ts_ns,
          count(*) FILTER (WHERE ord = 1) AS allocs, count(*) FILTER (WHERE ord = 0) AS frees
   FROM proc_live GROUP BY ALL),
 dev_peak AS (
-  SELECT device_id, max(live) - least(0, min(live)) AS device_peak_bytes, arg_max(ts_ns, live) AS device_peak_ts_ns,
+  SELECT device_id, max(live) - least(0, min(live)) AS device_peak_bytes, arg_max(ts_ns, (live, -ts_ns)) AS device_peak_ts_ns,
          count(DISTINCT pid) AS processes
   FROM dev_live GROUP BY ALL),
 unmatched AS (SELECT device_id, pid, count(*) FILTER (WHERE unmatched) AS unmatched_frees FROM frees GROUP BY ALL),

@@ -17,7 +17,7 @@ grouped AS (
   FROM copies GROUP BY ALL),
 -- the innermost NVTX range that launches most of this direction's steady-state copy time
 top_range AS (
-  SELECT pid, device_id, name AS kind, arg_max(range_name, gpu_ns) AS top_range
+  SELECT pid, device_id, name AS kind, first(range_name ORDER BY gpu_ns DESC, range_name) FILTER (WHERE range_name IS NOT NULL) AS top_range
   FROM (SELECT pid, device_id, name, range_name, sum(gpu_ns) AS gpu_ns FROM nvtx_op_time WHERE kind = 'memcpy' GROUP BY ALL)
   GROUP BY ALL)
 SELECT g.pid, g.device_id, g.kind, g.count, g.bytes, g.total_ns,

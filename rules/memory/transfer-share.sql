@@ -17,7 +17,7 @@ steady AS (
 exposed AS (SELECT device_id, pid, sum(ns) AS exposed_ns, any_value(window_ns) AS window_ns
             FROM budget WHERE kind = 'gpu' AND cause IN ('copies', 'memsets') GROUP BY ALL),
 per_kind AS (
-SELECT arg_max(pid, duration_ns) AS pid, arg_max(device_id, duration_ns) AS device_id, kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
+SELECT arg_max(pid, (duration_ns, -pid, -device_id)) AS pid, arg_max(device_id, (duration_ns, -pid, -device_id)) AS device_id, kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
        avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
        min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
        -- bytes per ns is GB/s; times 1e9 gives bytes/s

@@ -10,7 +10,7 @@ shared AS (
     AND b.first_ns < a.last_ns AND a.first_ns < b.last_ns
   GROUP BY ALL),
 labels AS (
-  SELECT pid, arg_max(name, n) AS label FROM (
+  SELECT pid, first(name ORDER BY n DESC, name) AS label FROM (
     SELECT pid, name, count(*) AS n FROM nvtx_tree WHERE coalesce(depth, 0) = 0 AND name ILIKE '%rank%' GROUP BY ALL)
   GROUP BY pid),
 waits AS (

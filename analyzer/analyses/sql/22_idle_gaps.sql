@@ -24,7 +24,7 @@ FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind L
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
 -- a gap has no known launching thread.
 CREATE TEMP TABLE main_threads AS
-SELECT pid, arg_max(launch_tid, n) AS tid FROM (
+SELECT pid, first(launch_tid ORDER BY n DESC, launch_tid) AS tid FROM (
   SELECT pid, launch_tid, count(*) AS n FROM gpu_activity WHERE launch_tid IS NOT NULL GROUP BY ALL) GROUP BY pid;
 
 -- A gap runs from the end of one busy interval to the start of the next: the openers of
