@@ -23,7 +23,7 @@ per_api AS (
          a.stddev_ns, a.steady_calls, a.steady_total_ns, a.steady_median_ns
   FROM per_api_calls a JOIN top_pid t ON t.api IS NOT DISTINCT FROM a.api AND t.layer IS NOT DISTINCT FROM a.layer),
 launched AS (
-  SELECT api_base_name(g.launch_api) AS api, count(*) AS gpu_ops, sum(g.duration_ns) AS gpu_ns,
+  SELECT g.launch_api AS api, count(*) AS gpu_ops, sum(g.duration_ns) AS gpu_ns,
          sum(g.duration_ns) FILTER (WHERE g.launch_start_ns >= ss.start_ns AND g.launch_start_ns < ss.end_ns)
            AS steady_gpu_ns
   FROM gpu_activity g LEFT JOIN steady_state ss ON ss.pid = g.pid

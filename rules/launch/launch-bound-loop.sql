@@ -2,9 +2,11 @@
 -- the host time spent in launch calls, the evidence of a loop that the CPU cannot feed fast enough.
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
 base AS (SELECT device_id, pid FROM steady_busy),
+-- (with, for a trace without NVTX, the launching thread and API that issue most kernels)
 k AS (
   SELECT k.device_id, k.pid, count(*) AS kernels, median(k.duration_ns) AS median_kernel_ns,
-         sum(k.duration_ns) AS kernel_ns
+         sum(k.duration_ns) AS kernel_ns,
+         mode(k.launch_tid) AS launch_tid, mode(k.launch_api)::VARCHAR AS top_launch_api
   FROM kernels k JOIN ss USING (pid) WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
   GROUP BY k.device_id, k.pid),
 api AS (
@@ -22,11 +24,6 @@ launch_idle AS (
   SELECT device_id, pid, sum(ns) AS launch_idle_ns, first(place ORDER BY ns DESC, place) FILTER (WHERE place IS NOT NULL) AS top_place,
          max(ns) FILTER (WHERE place IS NOT NULL) AS top_place_ns
   FROM budget WHERE kind = 'idle' AND cause = 'launch' GROUP BY ALL),
--- without NVTX: the launching thread and API that issue most kernels
-launcher AS (
-  SELECT k.device_id, k.pid, mode(k.launch_tid) AS launch_tid, mode(api_base_name(k.launch_api)) AS top_launch_api
-  FROM kernels k JOIN ss USING (pid) WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
-  GROUP BY ALL),
 st AS (
   SELECT s.pid, count(*) AS steps FROM steps s JOIN ss USING (pid)
   WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid)
@@ -43,14 +40,14 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        coalesce(li.launch_idle_ns, 0) AS launch_idle_ns,
        round(100.0 * coalesce(li.launch_idle_ns, 0) / nullif(ss.window_ns, 0), 2) AS launch_idle_pct,
        li.top_place, round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) AS top_place_pct,
-       lr.launch_tid, lr.top_launch_api, coalesce(bl.blocking_calls, 0) AS blocking_calls,
+       k.launch_tid, k.top_launch_api, coalesce(bl.blocking_calls, 0) AS blocking_calls,
        CAST(round(coalesce(bl.blocking_calls, 0) / nullif(st.steps, 0)) AS BIGINT) AS blocking_per_step,
        CASE WHEN li.top_place IS NOT NULL
             THEN 'most of it in NVTX range "' || li.top_place || '" ('
                  || round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) || ' %)'
-            ELSE 'launched by thread ' || lr.launch_tid || ' through ' || coalesce(lr.top_launch_api, 'launch calls')
+            ELSE 'launched by thread ' || k.launch_tid || ' through ' || coalesce(k.top_launch_api, 'launch calls')
                  || ', outside any NVTX range' END AS where_text
 FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
-LEFT JOIN launcher lr USING (device_id, pid) LEFT JOIN blocking bl USING (pid)
+LEFT JOIN blocking bl USING (pid)
 ORDER BY idle_ns DESC, x.device_id, x.pid
