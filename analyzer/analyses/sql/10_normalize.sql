@@ -87,9 +87,12 @@ CREATE TEMP TABLE api_names AS
 -- sorts and joins over millions of kernels and calls carry no strings (carrying a kernel name
 -- through two ASOF joins of 1e6 rows cost 1.4 s against 0.3 s). Strings the tables never hold
 -- (NVTX texts, which can number millions) stay out of it.
+-- (the kernel table read once, for its few distinct name pairs: each read of a source is a scan
+-- of the SQLite file)
 CREATE TEMP TABLE name_strings AS
+WITH kernel_names AS (SELECT DISTINCT demangledName, shortName FROM src_kernel)
 SELECT id, value FROM strings
-WHERE id IN (SELECT demangledName FROM src_kernel UNION ALL SELECT shortName FROM src_kernel
+WHERE id IN (SELECT demangledName FROM kernel_names UNION ALL SELECT shortName FROM kernel_names
              UNION ALL SELECT nameId FROM src_osrt);
 CREATE TEMP TABLE label_values AS
 SELECT DISTINCT v FROM (
