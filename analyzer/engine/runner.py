@@ -17,7 +17,7 @@ import re
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -131,9 +131,13 @@ def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict
             futures = {pool.submit(_run_on, c, r, overrides.get(r.id, {}), captured): r
                        for c, r in zip(cursors, rules)}
             try:
-                for n, future in enumerate(as_completed(futures), 1):
-                    if on_done:
-                        on_done(n, futures[future])
+                pending, ended = set(futures), 0
+                while pending:  # polled: a signal the OS hands to another thread wakes no blocking wait here
+                    done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        ended += 1
+                        if on_done:
+                            on_done(ended, futures[future])
             except BaseException:  # Ctrl-C: stop the running rules too, not only the queued ones
                 for future in futures:
                     future.cancel()
