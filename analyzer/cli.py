@@ -24,6 +24,7 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
 from nsys_diagnose.errors import DiagnoseError, UsageError
 from nsys_diagnose.ingest import progress
+from nsys_diagnose.ingest.database import is_interrupted
 from nsys_diagnose.output import output_file, write_atomic
 from nsys_diagnose.report import github, terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
@@ -314,6 +315,8 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as e:  # e.g. an output path that cannot be written: the file and the problem
         fail(f"{e.filename}: {e.strerror}" if e.filename else e)
     except Exception as e:  # never a traceback for users; NSYS_DIAGNOSE_DEBUG=1 shows it
+        if is_interrupted(e):  # Ctrl-C during an ingest query
+            fail("interrupted", 130)
         if os.environ.get("NSYS_DIAGNOSE_DEBUG"):
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -367,6 +367,12 @@ def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
         return run()
 
 
+def is_interrupted(e: BaseException) -> bool:
+    """DuckDB's form of a Ctrl-C that arrives while it runs a query on the main thread: it stops the
+    query and raises this error in place of KeyboardInterrupt."""
+    return type(e) is RuntimeError and str(e) == "Query interrupted"
+
+
 def is_corrupt(e: BaseException) -> bool:
     """DuckDB found a block of the database that does not match its checksum."""
     return isinstance(e, duckdb.IOException) and ("Corrupt database file" in str(e) or "checksum" in str(e))
