@@ -17,7 +17,7 @@ import re
 import threading
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +33,7 @@ from nsys_diagnose.units import render
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
 MAX_RULE_TIMEOUT_S = 86_400.0
 MAX_RULES_AT_ONCE = 4
-SIDE_BY_SIDE_MAX_BYTES = 512 << 20  # rules on a bigger database run one at a time (run_rules)
+SIDE_BY_SIDE_MAX_BYTES = 512 << 20  # rules on a bigger database run one at a time (_workers)
 MAX_RULE_ROWS = 1_000_000  # a result this long is a runaway query (say, a cross join), not evidence
 
 
@@ -116,18 +116,11 @@ def _where(rule: Rule, error: Exception, composed: str | None) -> str:
 
 def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict[str, dict[str, Any]],
               captured: dict[str, bool], on_done: Callable[[int, Rule], None] | None = None) -> list[RuleResult]:
-    """The rules' results, in `rules`' order, each run on its own cursor. On a small trace they
-    run side by side, as many at a time as DuckDB has threads (at most MAX_RULES_AT_ONCE): there a
-    rule's time is mostly DuckDB planning it on one core. On a big one (a database over
-    SIDE_BY_SIDE_MAX_BYTES) one at a time: each rule already uses every core, and two at once
-    hold two working sets (at 1e7 kernels, 120 MB more RSS for 7 % less time). on_done(n, rule)
-    is called, in the caller's thread, as the n-th one ends."""
-    threads, used_bytes = con.execute("SELECT current_setting('threads')::INTEGER, "
-                                      "(SELECT sum(used_blocks * block_size) FROM pragma_database_size())").fetchone() or (1, 0)
-    workers = min(threads, MAX_RULES_AT_ONCE, len(rules)) if (used_bytes or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
+    """The rules' results, in `rules`' order, each run on its own cursor, side by side on a small
+    trace (_workers). on_done(n, rule) is called, in the caller's thread, as the n-th one ends."""
     cursors = [con.cursor() for _ in rules]
     try:
-        with ThreadPoolExecutor(max(1, workers)) as pool:
+        with ThreadPoolExecutor(_workers(con, len(rules))) as pool:
             futures = {pool.submit(_run_on, c, r, overrides.get(r.id, {}), captured): r
                        for c, r in zip(cursors, rules)}
             try:
@@ -139,17 +132,34 @@ def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict
                         if on_done:
                             on_done(ended, futures[future])
             except BaseException:  # Ctrl-C: stop the running rules too, not only the queued ones
-                for future in futures:
-                    future.cancel()
-                while not all(future.done() for future in futures):  # again and again: an interrupt
-                    for cursor in cursors:  # sent between two queries of a rule is lost
-                        cursor.interrupt()
-                    wait(futures, timeout=0.05)
+                _stop(list(futures), cursors)
                 raise
         return [future.result() for future in futures]
     finally:
         for cursor in cursors:
             cursor.close()
+
+
+def _workers(con: duckdb.DuckDBPyConnection, rules: int) -> int:
+    """How many rules run at once: as many as DuckDB has threads (at most MAX_RULES_AT_ONCE) on a
+    small trace, where a rule's time is mostly DuckDB planning it on one core; one on a database
+    over SIDE_BY_SIDE_MAX_BYTES, where each rule already uses every core and two at once hold two
+    working sets (at 1e7 kernels, 120 MB more RSS for 7 % less time)."""
+    threads, used_bytes = con.execute(
+        "SELECT current_setting('threads')::INTEGER, "
+        "(SELECT sum(used_blocks * block_size) FROM pragma_database_size())").fetchone() or (1, 0)
+    return max(1, min(threads, MAX_RULES_AT_ONCE, rules)) if (used_bytes or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
+
+
+def _stop(futures: list[Future[RuleResult]], cursors: list[duckdb.DuckDBPyConnection]) -> None:
+    """Cancel the queued rules and interrupt the running ones until every one has ended: an
+    interrupt sent between two queries of a rule is lost, so it is sent again."""
+    for future in futures:
+        future.cancel()
+    while not all(future.done() for future in futures):
+        for cursor in cursors:
+            cursor.interrupt()
+        wait(futures, timeout=0.05)
 
 
 def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
