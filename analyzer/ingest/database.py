@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -280,7 +281,10 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         captured = ", ".join(f"({sql_string(view)}, {(not srcs) or any(s in tables for s in srcs)})"
                              for view, srcs in view_sources().items())
         con.execute(f"CREATE TABLE captured AS SELECT * FROM (VALUES {captured}) AS t(view_name, captured)")
-        con.execute("CREATE TABLE source_tables AS SELECT unnest(?::VARCHAR[]) AS name", [sorted(tables)])
+        # (the export's own table names, which may hold anything: one JSON text parameter, which
+        # costs a tenth of a list parameter)
+        con.execute("CREATE TABLE source_tables AS SELECT unnest(from_json(?, '[\"VARCHAR\"]')) AS name",
+                    [json.dumps(sorted(tables))])
         con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
         con.execute("INSERT INTO ingest_info VALUES (?, ?)", [reader.name, CACHE_FORMAT])
         fmt = schema.detect_format(tables)  # decided from the columns present, so it is kept here
