@@ -4,15 +4,15 @@
 -- Each table is read once for the whole trace and its steady state together (a call is in the
 -- steady state when it starts inside its process's window; steady_state has a row per process).
 WITH per_api_calls AS (
-  SELECT a.api, a.layer, any_value(a.category) AS category, count(*) AS calls,
-         sum(a.duration_ns) AS total_ns, avg(a.duration_ns) AS avg_ns, median(a.duration_ns) AS median_ns,
-         min(a.duration_ns) AS min_ns, max(a.duration_ns) AS max_ns,
-         coalesce(stddev_samp(a.duration_ns), 0) AS stddev_ns,
-         count(*) FILTER (WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns) AS steady_calls,
-         coalesce(sum(a.duration_ns) FILTER (WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns), 0)
-           AS steady_total_ns,
-         median(a.duration_ns) FILTER (WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns) AS steady_median_ns
-  FROM api_calls a LEFT JOIN steady_state ss ON ss.pid = a.pid GROUP BY a.api, a.layer),
+  SELECT api, layer, any_value(category) AS category, count(*) AS calls,
+         sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
+         min(duration_ns) AS min_ns, max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns,
+         count(*) FILTER (WHERE steady) AS steady_calls,
+         coalesce(sum(duration_ns) FILTER (WHERE steady), 0) AS steady_total_ns,
+         median(duration_ns) FILTER (WHERE steady) AS steady_median_ns
+  FROM (SELECT a.api, a.layer, a.category, a.duration_ns, a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns AS steady
+        FROM api_calls a LEFT JOIN steady_state ss ON ss.pid = a.pid)
+  GROUP BY api, layer),
 -- pid: the process that spends the most host time in the API (the budget slice it draws on),
 -- the lowest pid on a tie
 top_pid AS (
