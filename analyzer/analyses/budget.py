@@ -12,7 +12,7 @@ SUMMARY_MIN_PCT = 1.0    # smaller slices are left out of it
 IDLE_WORDS = {
     "host code": "host code", "untraced host code": "untraced host code (outside NVTX ranges and traced calls)",
     "launch": "launch overhead (issuing many short operations)", "sync": "waiting after synchronizations",
-    "OS wait": "OS waits", "copy": "blocking copies", "allocation": "memory allocation",
+    "OS wait": "OS waits", "copy": "copies and memsets (issuing them, waiting for them)", "allocation": "memory allocation",
     "module loading": "module loading", "other CUDA calls": "other CUDA calls",
     "no GPU work queued": "no GPU work queued", "other processes": "other processes' GPU work",
     "dispatch": "dispatch gaps between queued operations",

@@ -103,7 +103,7 @@ SELECT DISTINCT v FROM (
   UNION ALL SELECT label FROM mem_kind
   UNION ALL SELECT unnest(['other', 'runtime', 'driver', 'egl', 'cudnn', 'cublas', 'graph-node',
                            'kernel', 'memcpy', 'memset', 'graph', '[memset]', '[CUDA graph]',
-                           '[unnamed kernel]', 'Unknown', 'sync']))
+                           '[unnamed kernel]', 'Unknown', 'sync', 'poll']))
 WHERE v IS NOT NULL;
 -- (an export with a NUL in one of these names gets text instead: ingest/database.py)
 CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
@@ -374,10 +374,11 @@ UNION ALL SELECT pid, global_pid, device_id, stream_id, 'graph'::label, start_ns
 -- has ended (prev_end, the latest end before it); that interval ends where the next one opens
 -- (the next opener's prev_end) or at the last end. Only openers are kept: they are also the
 -- idle gaps' right edges (22_idle_gaps.sql), with the lowest launching thread among the
--- operations starting there (launch_tid sorts before end_ns, NULLs last). Dropped in 22.
+-- operations starting there (launch_tid sorts before end_ns, NULLs last), and that operation's
+-- kind (what the host issued last before a gap ends). Dropped in 22.
 CREATE TABLE gpu_openers AS
 SELECT * FROM (
-  SELECT device_id, pid, global_pid, start_ns, launch_tid,
+  SELECT device_id, pid, global_pid, start_ns, launch_tid, kind,
          max(end_ns) OVER w AS prev_end, row_number() OVER w AS rn
   FROM gpu_activity
   WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns, launch_tid NULLS LAST, end_ns

@@ -3,9 +3,11 @@
 -- host states found with ASOF joins at the gaps' edges, the overlaps summed per gap.
 
 -- One row per host call that blocked its thread until the GPU caught up: synchronizations
--- (but not stream-wait-event, which does not block the host), and copy calls between host and
+-- (but not stream-wait-event, which does not block the host), copy calls between host and
 -- device that returned only after their copy finished on the GPU (cudaMemcpy, or
--- cudaMemcpyAsync from/to pageable memory: the `.item()` pattern).
+-- cudaMemcpyAsync from/to pageable memory: the `.item()` pattern), and polls: an event or
+-- stream query that succeeds after back-to-back not-ready ones (the thread spun until the GPU
+-- caught up), timed from the first query of the run.
 -- sources: CUPTI_ACTIVITY_KIND_RUNTIME
 -- @column pid: OS process id
 -- @column tid: OS thread id of the call
@@ -13,13 +15,28 @@
 -- @column end_ns: call end on the session clock, ns
 -- @column duration_ns: end_ns - start_ns, ns
 -- @column api: API name without version suffix
--- @column kind: sync, or 'copy ' and the copy kind (copy Device-to-Host, ...)
+-- @column kind: sync, poll, or 'copy ' and the copy kind (copy Device-to-Host, ...)
 CREATE TABLE blocking_calls AS
+-- each query with the not-ready ones before it since the thread's last successful query of
+-- that API (run); a spin is at least one not-ready query, each within 100 us of the one before
+-- (a query now and then, as a caching allocator makes, is not a wait)
+WITH queries AS (
+  SELECT pid, tid, api, start_ns, end_ns, return_value, start_ns - lag(end_ns) OVER w AS since_prev_ns,
+         coalesce(lag(return_value) OVER w = 0, true) AS opens_run,
+         coalesce(sum((return_value = 0)::INTEGER) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS run
+  FROM api_calls WHERE category IN ('event', 'stream') AND api LIKE '%Query'
+  WINDOW w AS (PARTITION BY pid, tid, api ORDER BY start_ns)),
+polls AS (
+  SELECT pid, tid, api, min(start_ns) AS start_ns, max(end_ns) AS end_ns
+  FROM queries GROUP BY pid, tid, api, run
+  HAVING count(*) >= 2 AND bool_or(return_value = 0) AND max(since_prev_ns) FILTER (WHERE NOT opens_run) <= 100000)
 SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync'::label AS kind
 FROM api_calls WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
 UNION ALL
 SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, ('copy ' || kind)::label
-FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind LIKE '%Host%';
+FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind LIKE '%Host%'
+UNION ALL
+SELECT pid, tid, start_ns, end_ns, end_ns - start_ns, api, 'poll'::label FROM polls;
 
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
 -- a gap has no known launching thread.
@@ -34,7 +51,7 @@ SELECT pid, first(launch_tid ORDER BY n DESC, launch_tid) AS tid FROM (
 CREATE TABLE raw_gaps AS
 SELECT o.device_id, o.pid, o.prev_end AS start_ns, o.start_ns AS end_ns, o.start_ns - o.prev_end AS duration_ns,
        coalesce(n.tid, m.tid, o.pid) AS tid, coalesce(n.global_pid, 0) + coalesce(n.tid, m.tid, o.pid) AS global_tid,
-       row_number() OVER () AS gap_id
+       o.kind AS next_kind, row_number() OVER () AS gap_id
 FROM gpu_openers o
 CROSS JOIN LATERAL (SELECT CASE WHEN o.device_id IS NOT NULL AND o.pid IS NOT NULL THEN o.launch_tid END AS tid,
                            CASE WHEN o.device_id IS NOT NULL AND o.pid IS NOT NULL THEN o.global_pid END AS global_pid) n
@@ -59,7 +76,9 @@ WITH calls AS (
   SELECT g.thread_no, a.start_ns, a.end_ns, a.api AS name,
          CASE a.category WHEN 'sync' THEN 7 WHEN 'memcpy' THEN 2 WHEN 'memset' THEN 2 WHEN 'launch' THEN 4
               WHEN 'alloc' THEN 1 WHEN 'free' THEN 1 WHEN 'module' THEN 5 WHEN 'context' THEN 5
-              ELSE 3 END::UTINYINT AS code
+              -- an event or stream query in an idle gap is a thread polling for the GPU: a wait
+              ELSE CASE WHEN a.category IN ('event', 'stream') AND a.api LIKE '%Query' THEN 7 ELSE 3 END
+              END::UTINYINT AS code
   FROM api_calls a JOIN gap_threads g ON g.pid = a.pid AND g.tid = a.tid
   UNION ALL
   SELECT g.thread_no, o.start_ns, o.end_ns, o.name, 6::UTINYINT
@@ -180,12 +199,14 @@ LEFT JOIN host_state_names sn ON sn.code = h.code;
 -- @column after_blocking_kind: that call's kind (blocking_calls.kind), else NULL
 -- @column blocking_end_ns: that call's end on the session clock, ns; else NULL
 -- @column blocking_wait_ns: that call's duration, ns; else NULL
+-- @column next_kind: kind of the GPU operation that ends the gap (gpu_activity.kind: kernel,
+-- memcpy, memset or graph): what the host was issuing when the GPU got work again
 CREATE TABLE idle_gaps AS
 -- the lookups run as one chain of ASOF joins on the gap rows (each sorts them once), with no
 -- join back on gap_id for each; the chain carries numbers only (a range's id, not its name:
 -- every string in a sort's rows costs several times its numbers), names are joined last
 WITH looked AS (
-  SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns,
+  SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.next_kind,
          CASE WHEN g.start_ns < s.end_ns THEN s.step END AS step,
          p.range_id,
          b.end_ns >= g.start_ns AS after_blocking, b.api AS blocking_api, b.kind AS blocking_kind,
@@ -214,7 +235,8 @@ SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        CASE WHEN c.after_blocking THEN c.blocking_api END AS after_blocking_api,
        CASE WHEN c.after_blocking THEN c.blocking_kind END AS after_blocking_kind,
        CASE WHEN c.after_blocking THEN c.blocking_end_ns END AS blocking_end_ns,
-       CASE WHEN c.after_blocking THEN c.blocking_wait_ns END AS blocking_wait_ns
+       CASE WHEN c.after_blocking THEN c.blocking_wait_ns END AS blocking_wait_ns,
+       c.next_kind
 FROM classed c LEFT JOIN steady_state ss ON ss.pid = c.pid;
 
 -- One row per (device, process, cause, detail) over the steady state: the idle time that

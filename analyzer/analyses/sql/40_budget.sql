@@ -107,8 +107,10 @@ FROM masked WHERE next_ts > ts AND mask <> 0;
 -- work queued. In a gap that follows a blocking call, the time up to the length of the work
 -- the host waited for is the synchronization's cost (without it the host could have done this
 -- work meanwhile); the rest of the gap, and gaps after no blocking call, go to the thread's
--- states in proportion. Short gaps spent in host code, launch or other CUDA calls are the
--- per-operation cost of issuing work.
+-- states in proportion. Short gaps spent in host code or other CUDA calls are the
+-- per-operation cost of issuing work: launch where a kernel or graph ends the gap, copy where a
+-- copy or memset does (a flood of tiny copies is not launch overhead). Time blocked in a sync
+-- is the sync's, however short the gap.
 -- (idle runs and gaps are CTEs: one consumer, and a row per gap)
 CREATE TEMP TABLE budget_idle_causes AS
 -- Idle runs: the window's stretches outside every busy interval of positive length (gpu_busy;
@@ -135,7 +137,7 @@ idle_runs AS (
 gaps AS (
   SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.end_ns - i.start_ns AS ns, g.duration_ns AS gap_ns,
          g.nvtx_range, g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns,
-         g.host_ns, g.after_blocking_api, g.start_ns - p.end_ns AS prev_busy_ns
+         g.host_ns, g.after_blocking_api, g.next_kind, g.start_ns - p.end_ns AS prev_busy_ns
   FROM idle_runs i
   LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns
   LEFT JOIN (SELECT device_id, pid, end_ns FROM idle_gaps) p
@@ -148,6 +150,7 @@ with_settings AS (
   FROM gaps g),
 waits AS (
   SELECT *, ns < min_gap_ns AS dispatch, gap_ns < launch_gap_ns AS short_gap,
+         CASE WHEN next_kind IN ('memcpy', 'memset') THEN 'copy' ELSE 'launch' END AS issue_cause,
          CASE WHEN gap_ns IS NULL OR ns < min_gap_ns THEN 0
               WHEN after_blocking_api IS NOT NULL THEN least(ns, coalesce(prev_busy_ns, 0)) ELSE 0 END AS waited_ns
   FROM with_settings),
@@ -162,15 +165,15 @@ rows AS (
       WHEN gap_ns IS NULL THEN [{'cause': 'no GPU work queued', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
       ELSE [
         {'cause': 'sync', 'place': nvtx_range, 'part': waited_ns, 'scale': 1.0::DOUBLE},
-        {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'sync' END, 'place': nvtx_range, 'part': sync_ns, 'scale': scale},
+        {'cause': 'sync', 'place': nvtx_range, 'part': sync_ns, 'scale': scale},
         {'cause': 'copy', 'place': nvtx_range, 'part': copy_ns, 'scale': scale},
         {'cause': 'launch', 'place': nvtx_range, 'part': launch_ns, 'scale': scale},
         {'cause': 'allocation', 'place': nvtx_range, 'part': allocation_ns, 'scale': scale},
         {'cause': 'module loading', 'place': nvtx_range, 'part': module_ns, 'scale': scale},
-        {'cause': CASE WHEN short_gap THEN 'launch' ELSE 'other CUDA calls' END, 'place': nvtx_range,
+        {'cause': CASE WHEN short_gap THEN issue_cause ELSE 'other CUDA calls' END, 'place': nvtx_range,
          'part': api_ns, 'scale': scale},
         {'cause': 'OS wait', 'place': nvtx_range, 'part': osrt_ns, 'scale': scale},
-        {'cause': CASE WHEN short_gap THEN 'launch' WHEN nvtx_range IS NULL THEN 'untraced host code'
+        {'cause': CASE WHEN short_gap THEN issue_cause WHEN nvtx_range IS NULL THEN 'untraced host code'
                        ELSE 'host code' END, 'place': nvtx_range, 'part': host_ns, 'scale': scale}] END) AS item
     FROM parts)
   WHERE item.part > 0
