@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.synthetic import expand, write_export
 
 from .conftest import FIXTURES, H200, PUBLIC
 
@@ -88,5 +90,24 @@ def test_step_time_is_on_the_gpu_timeline():
         periods = sorted(b - a for a, b in zip(firsts, firsts[1:]))
         assert median == pytest.approx(periods[len(periods) // 2], rel=0.05)
         assert median > 30_000_000
+    finally:
+        t.close()
+
+
+FLOODS = {  # scenario -> the budget's largest idle cause: the call issued one by one, not launches
+    "call-flood/fires-item-per-sample": "copy", "call-flood/fires-memsets-one-by-one": "copy",
+    "call-flood/fires-event-query-polling": "sync", "launch-bound-loop/fires-tiny-kernels-launched-one-by-one": "launch",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOODS))
+def test_short_gaps_go_to_the_call_that_ends_them(name, tmp_path):
+    """A gap under launch_gap_ns is the cost of issuing the operation that ends it: launch overhead
+    before a kernel, copies before a copy or memset; time blocked in a sync or a poll is the sync's."""
+    given = yaml.safe_load((FIXTURES / "rules" / f"{name}.yaml").read_text())["given"]
+    t = open_trace(write_export(expand(given), tmp_path / "x.sqlite"))
+    try:
+        top = t.con.execute("SELECT cause FROM budget WHERE kind = 'idle' ORDER BY ns DESC LIMIT 1").fetchone()
+        assert top == (FLOODS[name],)
     finally:
         t.close()

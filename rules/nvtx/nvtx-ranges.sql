@@ -24,7 +24,10 @@ place_causes AS (
   WHERE kind = 'idle' AND place IS NOT NULL GROUP BY ALL),
 windows AS (SELECT pid, sum(window_ns) AS window_ns FROM steady_summary GROUP BY pid),
 places AS (
-  SELECT pid, name, sum(ns) AS place_idle_ns, max(ns) AS top_ns,
+  -- (copies and syncs count as one cause here: a copy that waits and the sync after it are one
+  -- round trip to the GPU, as .item() makes)
+  SELECT pid, name, sum(ns) AS place_idle_ns,
+         greatest(max(ns) FILTER (WHERE cause NOT IN ('sync', 'copy')), sum(ns) FILTER (WHERE cause IN ('sync', 'copy'))) AS top_ns,
          string_agg(cause || ' ' || printf('%.1f %%', 100.0 * ns / total_ns), ', ' ORDER BY ns DESC, cause)
            FILTER (WHERE ns >= 0.05 * total_ns) AS causes,
          sum(ns) FILTER (WHERE cause IN ('host code', 'untraced host code')) AS host_code_ns,

@@ -21,6 +21,7 @@ after AS (
   FROM idle_gaps WHERE in_steady_state AND after_blocking_api IS NOT NULL GROUP BY ALL)
 SELECT c.pid, c.api, c.kind, c.calls, c.wait_ns, st.steps, c.steps_with_call,
        round(100.0 * c.steps_with_call / nullif(st.steps, 0), 2) AS steps_pct,
+       CAST(round(c.calls / nullif(st.steps, 0)) AS BIGINT) AS calls_per_step,
        coalesce(a.idle_gaps, 0) AS idle_gaps, coalesce(a.idle_after_ns, 0) AS idle_after_ns,
        coalesce(a.recoverable_ns, 0) AS recoverable_ns, ss.window_ns,
        round(100.0 * coalesce(a.recoverable_ns, 0) / nullif(ss.window_ns, 0), 2) AS recoverable_pct
