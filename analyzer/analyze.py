@@ -15,7 +15,7 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
 from nsys_diagnose.engine.runner import run_rules
 from nsys_diagnose.errors import DiagnoseError
-from nsys_diagnose.ingest import progress
+from nsys_diagnose.ingest import progress, sql_library
 from nsys_diagnose.ingest.database import (
     Trace,
     default_cache_dir,
@@ -24,6 +24,18 @@ from nsys_diagnose.ingest.database import (
 )
 from nsys_diagnose.report_cache import ReportCache, report_key
 from nsys_diagnose.units import pct
+
+# The SQL library's tables the report reads beside its rules (the metrics, the step-time budget
+# and its claims, the timeline): the ingest runs the modules that make them and those the chosen
+# rules name (tests/test_sql_library.py checks that these cover what analyses/ reads).
+REPORT_TABLES = frozenset({"budget", "steady_summary", "steady_state", "steps", "nvtx_tree", "trace_window",
+                           "export_meta", "graph_launches"})
+
+
+def tables_read(rules: list[Rule]) -> frozenset[str]:
+    """The library's tables and macros a report with these rules reads."""
+    return REPORT_TABLES | sql_library.mentioned(
+        [r.sql for r in rules] + [" ".join([*r.requires, *r.requires_any]) for r in rules])
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
@@ -67,7 +79,8 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
     # a rule retries on its own (engine.py); this covers the metrics and the timeline
     report = with_trace(path, lambda trace: with_memory_retry(
         trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline)),
-        use_cache=use_cache, cache_dir=cache_dir, reader=reader)
+        use_cache=use_cache, cache_dir=cache_dir, reader=reader,
+        tables=tables_read([r for r in rules.values() if not select or r.id in select]))
     if key:
         reports.put(key, report)
     return report

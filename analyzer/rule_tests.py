@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
-from nsys_diagnose.analyze import report_from_trace
+from nsys_diagnose.analyze import report_from_trace, tables_read
 from nsys_diagnose.engine.catalog import line_of, read_yaml
 from nsys_diagnose.engine.model import Rule, RuleResult, Strict
 from nsys_diagnose.engine.selection import overrides_from
@@ -179,7 +179,7 @@ def run_case(case: Case, rules: dict[str, Rule], workdir: Path) -> Outcome:
     def run(trace: Trace) -> Outcome:
         report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, [case.rule_id]))
         return Outcome(report.rules[0], result_columns(trace.con, rules[case.rule_id], case.overrides))
-    return with_trace(export, run, use_cache=False)
+    return with_trace(export, run, use_cache=False, tables=tables_read([rules[case.rule_id]]))
 
 
 def failures(case: Case, outcome: Outcome, rule: Rule) -> list[str]:

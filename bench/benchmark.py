@@ -268,7 +268,7 @@ def main() -> None:
                 rows_n, kern_n = count(p, "NVTX_EVENTS"), count(p, "CUPTI_ACTIVITY_KIND_KERNEL")
                 r = checked(run([sys.executable, "-c", STAGES, str(p), str(work / f"cache-{p.stem}")]), p.name)
                 per_file = json.loads(r["stdout"])["per_file"]
-                nvtx_s = per_file.get("20_phases.sql", 0) + per_file.get("21_nvtx.sql", 0)
+                nvtx_s = per_file.get("phases.sql", 0) + per_file.get("nvtx.sql", 0)
                 theirs_nvtx = run([shutil.which("nsys"), "stats", "-q", "--report", "nvtxsum", "--format", "csv",
                                    "-o", str(work / f"nvtxsum-{p.stem}"), str(p)]) if use_nsys else None
                 out["nvtx"].append({"export": str(p), "nvtx_rows": rows_n, "kernels": kern_n, **r,

@@ -401,7 +401,7 @@ def test_rank_table_names_the_straggler(tmp_path):
     assert rows["rank2"]["gpu_utilization_pct"] == pytest.approx(40.0, abs=0.5)
     reason = rows["rank2"]["straggler_reason"]
     assert "GPU busy 40.0 % against the job's median 80.0 %" in reason
-    if rows["rank2"]["step_median_ns"]:  # the steps table (sql/20_phases.sql) found the train_step ranges
+    if rows["rank2"]["step_median_ns"]:  # the steps table (ingest/sql/phases.sql) found the train_step ranges
         assert rows["rank2"]["step_median_ns"] == 20_000_000 and rows["rank0"]["step_count"] == 10
         assert "median step 20 ms, 100 % over the job's median 10 ms" in reason
     summary = (tmp_path / "out" / "summary.md").read_text()

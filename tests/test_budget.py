@@ -1,4 +1,4 @@
-"""The step-time budget (analyzer/analyses/sql/40_budget.sql) on every real export: each
+"""The step-time budget (analyzer/ingest/sql/budget.sql) on every real export: each
 (device, process)'s slices add up to its steady-state window exactly, and the verdicts hold."""
 
 from __future__ import annotations

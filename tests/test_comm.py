@@ -1,4 +1,4 @@
-"""Multi-GPU communication (analyzer/sql/30_comm.sql, rules/comm/): NCCL kernels, exposed versus
+"""Multi-GPU communication (analyzer/ingest/sql/comm.sql, rules/comm/): NCCL kernels, exposed versus
 overlapped communication per device, per-collective statistics and rank skew.
 
 Every number the rules report is recomputed here independently, in Python, from the rows of the

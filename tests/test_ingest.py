@@ -84,9 +84,9 @@ def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
     limits = []
     real = database._build
 
-    def spy(path, out, reader_kind, memory_limit, last_try=False):
+    def spy(path, out, reader_kind, memory_limit, last_try=False, **options):
         limits.append(memory_limit)
-        return real(path, out, reader_kind, memory_limit, last_try)
+        return real(path, out, reader_kind, memory_limit, last_try, **options)
 
     monkeypatch.setattr(database, "MEMORY_LIMIT", "1MB")  # too little for any join
     monkeypatch.setattr(database, "_build", spy)

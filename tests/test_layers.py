@@ -117,3 +117,37 @@ def test_the_walk_sees_imports():
     assert "engine.model" in g["engine.runner"] and "ingest.database" in g["engine.runner"]
     assert "api" in g["__init__"]  # imported inside a function
     assert "batch.command" in g["batch.options"]
+
+
+def data_reads(path: Path) -> list[tuple[int, str | None]]:
+    """(line, package) of each importlib.resources.files(...) call in the module: the package
+    whose data files it reads; None when the argument is not a literal (the test cannot place it)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "files" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "resources":
+            arg = node.args[0] if node.args else None
+            literal = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            found.append((node.lineno, arg.value if literal else None))  # type: ignore[union-attr]
+    return found
+
+
+def test_no_data_file_read_from_a_higher_layer():
+    """Data files count as much as imports: a module reads the files of its own layer's packages
+    or a lower one's (the SQL library is read by the ingest, which runs it)."""
+    layers, _ = layer_map()
+    bad = []
+    for module, path in sorted(modules().items()):
+        for line, package in data_reads(path):
+            target = None if package is None else package.removeprefix(PACKAGE).lstrip(".") or "__init__"
+            low, high = layer_of(module, layers), (layer_of(target, layers) if target else None)
+            if package is None or not package.startswith(PACKAGE) or high is None:
+                bad.append(f"{path.name}:{line}: resources.files({package!r}) names no package of the layer map")
+            elif low is not None and high > low:
+                bad.append(f"{module} (layer {low}) reads the data files of {target} (layer {high}), {path.name}:{line}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_data_walk_sees_reads():
+    reads = {m: [p for _, p in data_reads(path)] for m, path in modules().items()}
+    assert reads["ingest.sql_library"] == ["nsys_diagnose.ingest"] and "nsys_diagnose.rules" in reads["engine.catalog"]

@@ -1,4 +1,4 @@
-"""Phases (analyzer/sql/20_phases.sql): the NVTX stack, steps and the steady-state window."""
+"""Phases (analyzer/ingest/sql/phases.sql): the NVTX stack, steps and the steady-state window."""
 
 from __future__ import annotations
 

@@ -4,7 +4,10 @@ only public tables."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from nsys_diagnose import analyze
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest import database, schema, sql_library
 
@@ -61,3 +64,73 @@ def test_statements_split_by_the_parser_not_by_semicolons():
     sts = sql_library.statements("x.sql", text)
     assert [s.line for s in sts] == [2, 6, 7]
     assert sts[0].comment == ["a doc"] and sts[1].comment == ["b doc"] and sts[2].comment == []
+
+
+def test_architecture_shows_the_modules_in_run_order():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    shown = doc.split("<!-- modules: generated -->\n")[1].split("<!-- /modules -->")[0]
+    assert shown == sql_library.module_table(), \
+        "docs/architecture.md's module table is stale: python -m nsys_diagnose.ingest.sql_library --modules"
+
+
+def test_a_module_includes_every_module_whose_tables_it_reads():
+    """An include line that misses a module would run it in whatever order, or not at all."""
+    mods = sql_library.modules()
+    maker = {name: m.name for m in mods.values() for name in m.makes}
+    for m in mods.values():
+        reach = {n.name for n in sql_library.order([m.name])}
+        read = {maker[w] for w in m.words if w in maker and maker[w] != m.name}
+        assert read <= reach, f"{m.file} reads tables of {sorted(read - reach)} without including them"
+        assert not set(m.includes) - read, f"{m.file} includes {sorted(set(m.includes) - read)} but reads none of their tables"
+
+
+def _mods(**texts: str) -> dict[str, sql_library.Module]:
+    return {n: sql_library.module(f"{n}.sql", t) for n, t in texts.items()}
+
+
+def test_modules_run_after_their_includes_and_after_readers_of_what_they_drop():
+    mods = _mods(a="-- include:\nCREATE TABLE t AS SELECT 1;",
+                 b="-- include: a\nCREATE TABLE u AS SELECT * FROM t;\nDROP TABLE t;",
+                 c="-- include: a\nCREATE TABLE v AS SELECT * FROM t;")
+    assert [m.name for m in sql_library.order(None, mods)] == ["a", "c", "b"]  # by name, b would run first
+    assert [m.name for m in sql_library.order(["b"], mods)] == ["a", "b"]
+
+
+@pytest.mark.parametrize("texts, message", [
+    ({"a": "-- include: nope\nSELECT 1;"}, "a.sql: includes 'nope', which is no module"),
+    ({"a": "-- include: b\nSELECT 1;", "b": "-- include: a\nSELECT 1;"}, "round in a cycle: a (after b), b (after a)"),
+])
+def test_an_unknown_include_or_a_cycle_is_an_error(texts, message):
+    with pytest.raises(sql_library.ModuleError, match=re.escape(message)):
+        sql_library.order(None, _mods(**texts))
+
+
+def test_a_module_without_its_include_line_is_an_error():
+    with pytest.raises(sql_library.ModuleError, match="x.sql: its first line must name"):
+        sql_library.module("x.sql", "CREATE TABLE t AS SELECT 1;")
+
+
+def test_the_report_tables_cover_what_the_analyses_read():
+    """analyze runs only the modules of REPORT_TABLES and the rules' tables: every library name
+    that the analyses, the claims and analyze itself mention must be made by one of them."""
+    read = sql_library.mentioned(p.read_text() for p in [*(ROOT / "analyzer" / "analyses").glob("*.py"),
+                                                         ROOT / "analyzer" / "engine" / "claims.py",
+                                                         ROOT / "analyzer" / "analyze.py"])
+    run = set(sql_library.plan(analyze.REPORT_TABLES))
+    assert read and {PUBLIC[n].module for n in read} <= run
+
+
+def test_an_uncached_ingest_runs_only_the_modules_asked_for(tmp_path):
+    export = ROOT / "fixtures" / "exports" / "compute_fp32.sqlite"
+    some = database.open_trace(export, use_cache=False, tables={"kernels"})
+    try:
+        made = {r[0] for r in some.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert "kernels" in made and "budget" not in made and "steps" not in made
+        assert set(some.captured) == set(database.view_sources(("normalize",)))
+    finally:
+        some.close()
+    cached = database.open_trace(export, cache_dir=tmp_path, tables={"kernels"})
+    try:  # a cache file serves every later run: it holds every module's tables
+        assert cached.con.execute("SELECT count(*) FROM budget").fetchone()
+    finally:
+        cached.close()

@@ -1,4 +1,4 @@
-"""The step-time budget and the steady-state verdict (sql/40_budget.sql) as report models."""
+"""The step-time budget and the steady-state verdict (ingest/sql/budget.sql) as report models."""
 
 from __future__ import annotations
 

@@ -234,7 +234,7 @@ def _steps(con, w0: int, w1: int) -> list[StepTicks]:
 
 
 def _steady(con) -> list[SteadyWindow]:
-    if not has_table(con, "steady_state"):  # built by sql/20_phases.sql; older caches lack it
+    if not has_table(con, "steady_state"):  # built by ingest/sql/phases.sql; older caches lack it
         return []
     rows = con.execute("SELECT pid, start_ns, end_ns, startup_ns, method FROM steady_state "
                        "WHERE start_ns IS NOT NULL AND end_ns > start_ns ORDER BY pid").fetchall()

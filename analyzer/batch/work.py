@@ -126,7 +126,7 @@ def trace_facts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "pids": pids,
         "step_count": None, "step_median_ns": None, "step_total_ns": None, "step_source": None,
     }
-    if has_table(con, "steps"):  # built by sql/20_phases.sql where present
+    if has_table(con, "steps"):  # built by ingest/sql/phases.sql where present
         n, median, total, source = con.execute(
             "SELECT count(*), median(duration_ns)::BIGINT, sum(duration_ns)::BIGINT, "
             "string_agg(DISTINCT source, ',' ORDER BY source) FROM steps").fetchone()

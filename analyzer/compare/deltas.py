@@ -31,7 +31,7 @@ x AS (SELECT g.pid, g.kind, g.name, g.duration_ns,
 SELECT x.pid, s.step, x.kind, x.name, count(*), sum(x.duration_ns)::BIGINT, NULL
 FROM x ASOF JOIN s ON x.pid = s.pid AND x.t >= s.start_ns WHERE x.t < s.next_start_ns GROUP BY ALL
 """
-# NVTX ranges: from nvtx_range_stats (sql/21_nvtx.sql) when present, which adds the GPU time of
+# NVTX ranges: from nvtx_range_stats (ingest/sql/nvtx.sql) when present, which adds the GPU time of
 # the work launched inside each range (nested ranges included), as nsys's nvtx_gpu_proj_sum.
 _NVTX_WITH_GPU = "SELECT pid, name, duration_ns, start_ns, gpu_ns FROM nvtx_range_stats WHERE name <> ''"
 _NVTX_PLAIN = "SELECT pid, name, duration_ns, start_ns, NULL::BIGINT AS gpu_ns FROM nvtx_ranges WHERE name <> ''"

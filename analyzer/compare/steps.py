@@ -1,5 +1,5 @@
 """Per-step periods of a run, from the shared `step_times` and `steady_state` tables
-(analyses/sql/23_step_times.sql, 20_phases.sql); the budget's step time uses the same steps.
+(ingest/sql/step_times.sql, phases.sql); the budget's step time uses the same steps.
 
 A step's time here is the period between the first GPU operations of consecutive steps: the
 step time on the GPU's timeline (docs: critical-path.md, "The two timelines"). A step's GPU
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 # One row per step: its host start, the next step's, and the earliest GPU start of the work
-# launched in between (analyses/sql/23_step_times.sql, shared with the budget's step time).
+# launched in between (ingest/sql/step_times.sql, shared with the budget's step time).
 STEP_SQL = """
 SELECT pid, step, name, source, start_ns, next_start_ns, gpu_first_ns, gpu_clock
 FROM step_times ORDER BY pid, step

@@ -1,4 +1,4 @@
-"""Findings drawn on the step-time budget (analyses/sql/40_budget.sql).
+"""Findings drawn on the step-time budget (ingest/sql/budget.sql).
 
 A finding whose spec declares `claims` takes its time from one slice of the budget of its
 (device, process): its recoverable time is its own estimate bounded by that slice. Its severity

@@ -38,7 +38,7 @@ class AdvicePart(Strict):
 
 
 class Claim(Strict):
-    """The slice of the step-time budget (40_budget.sql) a rule's findings draw their time from."""
+    """The slice of the step-time budget (ingest/sql/budget.sql) a rule's findings draw their time from."""
     kind: Literal["gpu", "idle"]
     causes: list[str] = Field(default_factory=list, description="budget causes (GPU classes or idle "
                               "causes); '*' for every cause of the kind")

@@ -48,7 +48,7 @@ T = TypeVar("T")
 _LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+label\s+AS\s+ENUM\b", re.IGNORECASE)
 _BUILDS = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)
 # `-- @each name: SELECT ...` above a statement runs it once per row of that query, bound to $name
-# (analyses/sql/22_idle_gaps.sql: one slice of the gaps at a time, within the memory limit).
+# (ingest/sql/idle_gaps.sql: one slice of the gaps at a time, within the memory limit).
 _EACH = re.compile(r"^\s*--\s*@each\s+(\w+)\s*:\s*(.+)$", re.MULTILINE)
 
 
@@ -64,7 +64,7 @@ def memory_limit(default: str | None = None) -> str:
         raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: expected a size such as 500MB or 2GB")
     return f"{match[1]}{_UNITS[(match[2] or 'B').lower()]}"
 
-# source table -> alias of its src_* relation in normalize.sql
+# source table -> alias of its src_* relation in ingest/sql/normalize.sql
 ALIASES = {
     "StringIds": "strings", "CUPTI_ACTIVITY_KIND_KERNEL": "kernel", "CUPTI_ACTIVITY_KIND_MEMCPY": "memcpy",
     "CUPTI_ACTIVITY_KIND_MEMSET": "memset", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "sync",
@@ -81,10 +81,12 @@ PYTHON_TABLES: dict[str, list[str]] = {"export_format": []}
 
 
 @functools.cache
-def view_sources() -> dict[str, list[str]]:
+def view_sources(modules: tuple[str, ...] | None = None) -> dict[str, list[str]]:
     """Public table -> the nsys tables it is built from (the `-- sources:` line above its CREATE
-    in the SQL library); it is "captured" when any of them exists, always when none is listed."""
-    tables = {n: e.sources or [] for n, e in sql_library.public().items() if e.kind != "macro"}
+    in the SQL library); it is "captured" when any of them exists, always when none is listed.
+    Only the tables of `modules` (all when None): the others are not in the database."""
+    tables = {n: e.sources or [] for n, e in sql_library.public().items()
+              if e.kind != "macro" and (modules is None or e.module in modules)}
     return tables | PYTHON_TABLES
 
 
@@ -197,7 +199,17 @@ def default_cache_dir() -> Path:
     return Path(base) / "nsys-diagnose"
 
 
-_sql_files = sql_library.files
+def modules_for(names: set[str] | frozenset[str] | None) -> tuple[str, ...] | None:
+    """The SQL modules that make the tables and macros `names`, in run order; None (all of
+    them) when names is None or they need every module."""
+    if names is None:
+        return None
+    chosen = tuple(sql_library.plan(names))
+    return None if len(chosen) == len(sql_library.modules()) else chosen
+
+
+def _sql_files(modules: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
+    return sql_library.files(modules)
 
 
 def _statements(text: str) -> list[str]:
@@ -205,6 +217,7 @@ def _statements(text: str) -> list[str]:
     return [st.sql for st in sql_library.statements("", text)]
 
 
+@functools.cache
 def _ingest_fingerprint() -> str:
     """Changes whenever what the cache holds could change: the SQL, the projection, the version."""
     h = hashlib.sha256(f"{CACHE_FORMAT}|{duckdb.__version__}|{schema.SOURCES!r}|{schema.ROW_FILTERS!r}".encode())
@@ -213,18 +226,20 @@ def _ingest_fingerprint() -> str:
     return h.hexdigest()
 
 
-def build(path: Path, out: Path, reader_kind: str = "auto") -> tuple[str, list[str]]:
-    """Ingest `path` into a new DuckDB file `out`. Returns (reader used, source tables present)."""
+def build(path: Path, out: Path, reader_kind: str = "auto",
+          modules: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
+    """Ingest `path` into a new DuckDB file `out`, running the SQL modules `modules` (all when
+    None) and those they include. Returns (reader used, source tables present)."""
     try:
-        return _build(path, out, reader_kind, memory_limit())
+        return _build(path, out, reader_kind, memory_limit(), modules=modules)
     except duckdb.OutOfMemoryException:
         for leftover in (out, Path(str(out) + ".wal")):
             leftover.unlink(missing_ok=True)
-        return _build(path, out, reader_kind, RETRY_MEMORY_LIMIT, last_try=True)
+        return _build(path, out, reader_kind, RETRY_MEMORY_LIMIT, last_try=True, modules=modules)
 
 
-def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
-           last_try: bool = False) -> tuple[str, list[str]]:
+def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try: bool = False,
+           modules: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
     tables = discover(path)
     if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
         raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
@@ -258,7 +273,8 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         one_transaction = path.stat().st_size < SMALL_EXPORT_BYTES
         if one_transaction:
             con.execute("BEGIN TRANSACTION")
-        statements = [(name, stmt) for name, text in _sql_files() for stmt in _statements(text)]
+        statements = [(name.removesuffix(".sql"), stmt) for name, text in _sql_files(modules)
+                      for stmt in _statements(text)]
         done = None
         for i, (name, stmt) in enumerate(statements, 1):
             built = _BUILDS.match(stmt)
@@ -280,8 +296,8 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
         # ~45 ms on every ingest, list parameters ~10 ms (and the export's table names may hold anything)
         con.execute("CREATE TABLE captured AS SELECT unnest(from_json(?, '[\"VARCHAR\"]')) AS view_name, "
                     "unnest(from_json(?, '[\"BOOLEAN\"]')) AS captured",
-                    [json.dumps(list(view_sources())),
-                     json.dumps([(not srcs) or any(s in tables for s in srcs) for srcs in view_sources().values()])])
+                    [json.dumps(list(view_sources(modules))),
+                     json.dumps([(not srcs) or any(s in tables for s in srcs) for srcs in view_sources(modules).values()])])
         con.execute("CREATE TABLE source_tables AS SELECT unnest(from_json(?, '[\"VARCHAR\"]')) AS name",
                     [json.dumps(sorted(tables))])
         con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
@@ -310,7 +326,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str,
 
 
 def _label_type(con: duckdb.DuckDBPyConnection, stmt: str) -> str:
-    """The statement, except that `label` (10_normalize.sql) is plain text when one of its
+    """The statement, except that `label` (normalize.sql) is plain text when one of its
     values holds a NUL: DuckDB re-parses an ENUM's type text to sort it, and the NUL cuts it."""
     if _LABEL_ENUM.match(stmt) and con.execute("SELECT bool_or(contains(v, chr(0))) FROM label_values").fetchone()[0]:
         return "CREATE TYPE label AS VARCHAR"
@@ -456,11 +472,15 @@ def with_trace(path: str | os.PathLike, run: Callable[[Trace], T], **options) ->
 
 
 def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,
-               reader: str = "auto") -> Trace:
+               reader: str = "auto", tables: set[str] | frozenset[str] | None = None) -> Trace:
+    """The export opened over its normalized tables. `tables`: the library's tables and macros
+    the caller reads (None: all). Without the cache the ingest runs only the SQL modules that
+    make them; a cache file holds every module's tables, since it serves every later run."""
     p = Path(path)
+    modules = None if use_cache else modules_for(tables)
     if nsysrep.is_report(p):  # export to SQLite with the user's nsys (cached), then read that
         with nsysrep.exported(p, (cache_dir or default_cache_dir()) if use_cache else None) as sqlite:
-            trace = open_trace(sqlite, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
+            trace = open_trace(sqlite, use_cache=use_cache, cache_dir=cache_dir, reader=reader, tables=tables)
         trace.report = p
         return trace
     check_input(p)
@@ -481,7 +501,7 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
     # No cache: a private folder, removed on close (or by a later run's sweep, if this one is killed)
     folder = cache_files.TempFolder()
     try:
-        build(p, folder.path / "trace.duckdb", reader)
+        build(p, folder.path / "trace.duckdb", reader, modules)
         con = _open_readonly(folder.path / "trace.duckdb")
         captured, used, sources = _tables_of(con)
     except BaseException:

@@ -2,7 +2,7 @@
 
 Only these columns are copied out of the SQLite export (projection keeps ingest fast and
 memory bounded). A column absent from a given nsys version becomes a typed NULL, so the
-normalizing SQL (sql/normalize.sql) is the same for every version. Types are DuckDB types.
+normalizing SQL (ingest/sql/normalize.sql) is the same for every version. Types are DuckDB types.
 """
 
 BIG, TXT, DBL = "BIGINT", "VARCHAR", "DOUBLE"

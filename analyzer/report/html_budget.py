@@ -3,7 +3,7 @@
 Per (device, process): the verdict (gpu-bound, host-bound, mixed), the step figures, one stacked
 bar of the window (GPU time by class, solid; idle time by the host cause that kept the GPU
 waiting, striped) and the table of its slices with where the host was (the NVTX range). The slices
-come from `report.budget` and add up to the window (sql/40_budget.sql).
+come from `report.budget` and add up to the window (ingest/sql/budget.sql).
 """
 
 from __future__ import annotations

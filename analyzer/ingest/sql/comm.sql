@@ -1,3 +1,5 @@
+-- include: normalize, phases
+
 -- Multi-GPU communication: NCCL kernels, their overlap with compute on each device, and the
 -- matching of one collective's instances across ranks. Runs at ingest after 10_normalize.sql.
 -- A rank is a (device, process) pair, so one process per GPU (torchrun) and one process

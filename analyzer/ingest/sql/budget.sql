@@ -1,3 +1,5 @@
+-- include: normalize, phases, idle_gaps, step_times
+
 -- The step-time budget (`budget`, `steady_summary`) and what it is built from: kernel classes,
 -- an event sweep over the steady state's GPU operations, idle time by host cause.
 

@@ -1,3 +1,5 @@
+-- include: normalize, phases
+
 -- One row per step on both timelines, the one definition that compare (compare/steps.py) and
 -- the budget's step time (40_budget.sql) share: its host start, the next step's, and the first
 -- GPU operation of the work launched in between (an ASOF join gives each operation the last

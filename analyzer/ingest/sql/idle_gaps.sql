@@ -1,3 +1,5 @@
+-- include: normalize, phases
+
 -- Idle-gap root cause: for each GPU idle gap of a (device, process), what the host thread that
 -- ended it (the one launching the next GPU operation) was doing meanwhile. Linear: per-thread
 -- host states found with ASOF joins at the gaps' edges, the overlaps summed per gap.

@@ -1,3 +1,5 @@
+-- include: normalize, phases
+
 -- NVTX attribution: which range launched each GPU operation, and per range instance the GPU
 -- work launched from it and the GPU busy time during it. Linear in ranges + operations: sorts,
 -- window functions and ASOF joins (sort-merge), never an interval join.

@@ -1,3 +1,5 @@
+-- include:
+
 -- Normalized tables built from the raw export columns (src_* views/tables, one per source
 -- table, every column of schema.py present, NULL where the export lacks it).
 -- Units: times in ns (session clock), sizes in bytes. pid/tid are OS ids decoded from nsys's

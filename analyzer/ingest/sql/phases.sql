@@ -1,3 +1,5 @@
+-- include: normalize
+
 -- Phases of a run: the NVTX stack, training steps, and the steady-state window per process.
 -- Runs at ingest after 10_normalize.sql. Ingest SQL takes no CLI parameters, so the knobs are
 -- data in small tables below (step_patterns, phase_settings): to change them, edit the INSERTs
