@@ -217,6 +217,11 @@ def test_builtin_rules_and_their_fixtures_in_one_command():
      ":15: findings.0.message: 'kernels' is not among the rule's `columns:` (did you mean 'kernel_count'?)"),
     ("kernel_count >= $min_kernels", "kernel_count >= $min_kernel",
      ":14: findings.0.when: parameter $min_kernel is not among the rule's `params:` (did you mean 'min_kernels'?)"),
+    ("    message:", "    claims: {kind: idle, causes: [launch, lanch]}\n    message:",
+     ":15: findings.0.claims.causes.1: no idle cause 'lanch' in the budget's causes (ingest/sql/causes.sql) "
+     "(did you mean 'launch'?)"),
+    ("    message:", "    claims: {kind: gpu, causes: [launch]}\n    message:",
+     ":15: findings.0.claims.causes.0: no gpu cause 'launch' in the budget's causes (ingest/sql/causes.sql)"),
 ])
 def test_bad_rule_is_one_line_with_file_and_line(tmp_path, old, new, problem):
     folder = team_folder(tmp_path)

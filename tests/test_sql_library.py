@@ -134,3 +134,40 @@ def test_an_uncached_ingest_runs_only_the_modules_asked_for(tmp_path):
         assert cached.con.execute("SELECT count(*) FROM budget").fetchone()
     finally:
         cached.close()
+
+
+# --- the budget's causes: one table (ingest/sql/causes.sql) -------------------------------------
+
+CAUSES = {(r["kind"], r["cause"]) for r in sql_library.data_rows("budget_causes")}
+
+
+def test_the_budget_names_only_causes_of_the_table():
+    """budget.sql writes its idle causes as literals where it decides them: each is a row of
+    budget_causes, and its GPU classes are the table's gpu rows."""
+    budget = sql_library.modules()["budget"]
+    idle = next(st.sql for st in sql_library.statements(budget.file, budget.text)
+                if "CREATE TEMP TABLE budget_idle_causes" in st.sql)
+    named = set(re.findall(r"(?:'cause': |THEN |ELSE )'([^']+)'", sql_library._code(idle)))
+    named |= set(re.findall(r"'([^']+)' AS cause", sql_library._code(budget.text)))
+    assert named and {("idle", c) for c in named} <= CAUSES, sorted(named - {c for _, c in CAUSES})
+
+
+def test_every_budget_row_names_a_cause_of_the_table(empty_trace):
+    from nsys_diagnose.ingest.database import open_trace
+    trace = open_trace(ROOT / "fixtures" / "exports" / "launch_bound_no_nvtx.sqlite")
+    try:
+        unknown = trace.con.execute("SELECT DISTINCT kind, cause FROM budget "
+                                    "EXCEPT SELECT kind, cause FROM budget_causes").fetchall()
+        assert not unknown and trace.con.execute("SELECT count(*) FROM budget").fetchone()[0]
+    finally:
+        trace.close()
+
+
+def test_the_renderers_name_only_causes_of_the_table():
+    from nsys_diagnose.analyses import timeline
+    from nsys_diagnose.report import html_budget
+    assert set(html_budget.SLICE_CLASS) <= CAUSES
+    assert {("idle", c) for c in html_budget.NO_PLACE} <= CAUSES
+    assert timeline.host_kinds() == ("launch", "sync", "copy", "allocation", "module loading", "other")
+    others = [r for r in sql_library.data_rows("budget_causes") if r["api_categories"] == []]
+    assert len(others) == 1, "one band takes the CUDA calls of every other category"

@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
+import functools
+
 import duckdb
 from nsys_diagnose.engine.model import BudgetRow, SteadyState
+from nsys_diagnose.ingest import sql_library
 from nsys_diagnose.units import duration, pct
 
 SUMMARY_PARTS = 4        # slices named in the one-line budget
 SUMMARY_MIN_PCT = 1.0    # smaller slices are left out of it
 
-IDLE_WORDS = {
-    "host code": "host code", "untraced host code": "untraced host code (outside NVTX ranges and traced calls)",
-    "launch": "launch overhead (issuing many short operations)", "sync": "waiting after synchronizations",
-    "OS wait": "OS waits", "copy": "copies and memsets (issuing them, waiting for them)", "allocation": "memory allocation",
-    "module loading": "module loading", "other CUDA calls": "other CUDA calls",
-    "no GPU work queued": "no GPU work queued", "other processes": "other processes' GPU work",
-    "dispatch": "dispatch gaps between queued operations",
-}
+
+
+@functools.cache
+def labels() -> dict[tuple[str, str], str]:
+    """(kind, cause) -> the cause in the report's words (budget_causes, ingest/sql/causes.sql)."""
+    return {(r["kind"], r["cause"]): r["label"] for r in sql_library.data_rows("budget_causes")}
+
+
+def cause_words(kind: str, cause: str) -> str:
+    """'idle: launch overhead (...)' for an idle cause; a GPU class as it is."""
+    label = labels().get((kind, cause), cause)
+    return label if kind == "gpu" else f"idle: {label}"
 
 
 def slice_words(kind: str, cause: str, place: str | None) -> str:
-    if kind == "gpu":
-        return cause
-    where = f' in "{place}"' if place else ""
-    return f"idle: {IDLE_WORDS.get(cause, cause)}{where}"
+    where = f' in "{place}"' if place and kind != "gpu" else ""
+    return f"{cause_words(kind, cause)}{where}"
 
 
 def compute(con: duckdb.DuckDBPyConnection) -> tuple[list[BudgetRow], list[SteadyState]]:

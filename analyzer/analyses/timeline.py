@@ -13,6 +13,7 @@ a drawing aid, not a measurement, and the JSON contract stays what it is.
 
 from __future__ import annotations
 
+import functools
 import time
 
 import duckdb
@@ -25,6 +26,7 @@ from nsys_diagnose.engine.model import (
     Timeline,
     UtilTrack,
 )
+from nsys_diagnose.ingest import sql_library
 from nsys_diagnose.ingest.database import has_table
 
 BINS = 2000          # bins across the window: zooming in 20x still leaves 100 bins on screen
@@ -117,11 +119,16 @@ ORDER BY t.lane_rank, x.depth, x.start_ns, x.end_ns"""
 
 # CUDA API time per thread and kind: what the host threads spend in the driver, per bin. Queries
 # (cuKernelGetName, cudaGetLastError, ...) start no work and are left out. The threads are those
-# with the most API time over the whole trace, so a focus window draws the same lanes.
-_HOST_KIND = """CASE category WHEN 'launch' THEN 'launch' WHEN 'sync' THEN 'sync' WHEN 'memcpy' THEN 'copy'
-  WHEN 'memset' THEN 'copy' WHEN 'alloc' THEN 'allocation' WHEN 'free' THEN 'allocation'
-  WHEN 'module' THEN 'module loading' WHEN 'context' THEN 'module loading' ELSE 'other' END"""
-HOST_KINDS = ("launch", "sync", "copy", "allocation", "module loading", "other")
+# with the most API time over the whole trace, so a focus window draws the same lanes. A call's
+# kind is the band (budget_causes.lane) whose api_categories hold its category, else the band
+# with none listed, which takes every other category.
+
+
+@functools.cache
+def host_kinds() -> tuple[str, ...]:
+    """The kinds of CUDA-call time the timeline draws, in order (budget_causes' lanes)."""
+    return tuple(r["lane"] for r in sql_library.data_rows("budget_causes") if r["lane"])
+
 
 _HOST_RANKED = """
 host_ranked AS (
@@ -131,9 +138,12 @@ host_ranked AS (
 
 _HOST_SQL = f"""
 WITH {_HOST_RANKED},
+lanes AS (SELECT unnest(api_categories) AS category, lane FROM budget_causes WHERE lane IS NOT NULL),
 clipped AS (
-  SELECT a.pid, a.tid, {_HOST_KIND} AS kind, greatest(a.start_ns, $w0) AS s, least(a.end_ns, $w1) AS e
-  FROM api_calls a JOIN host_ranked r USING (pid, tid)
+  SELECT a.pid, a.tid,
+         coalesce(l.lane, (SELECT lane FROM budget_causes WHERE len(api_categories) = 0)) AS kind,
+         greatest(a.start_ns, $w0) AS s, least(a.end_ns, $w1) AS e
+  FROM api_calls a JOIN host_ranked r USING (pid, tid) LEFT JOIN lanes l ON l.category = a.category
   WHERE r.lane_rank <= $max_threads AND a.category IS DISTINCT FROM 'query'
     AND a.end_ns > $w0 AND a.start_ns < $w1),
 binned AS (SELECT *, (s - $w0) // $bin AS b0, (e - 1 - $w0) // $bin AS b1 FROM clipped WHERE e > s),
@@ -208,7 +218,7 @@ def _host(con, params: dict, bins: int) -> tuple[list[HostLane], int]:
     names = {(p, t): n for p, t, n in con.execute("SELECT pid, tid, name FROM threads").fetchall()}
     lanes = []
     for pid, tid, api_ns, _ in ranked:
-        kinds = {k: per[(pid, tid, k)] for k in HOST_KINDS if (pid, tid, k) in per}
+        kinds = {k: per[(pid, tid, k)] for k in host_kinds() if (pid, tid, k) in per}
         for b in range(bins):  # nested calls (a runtime call and the driver call in it) can overfill a bin
             total = sum(v[b] for v in kinds.values())
             if total > 1000:

@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import RuleSpecError
+from nsys_diagnose.ingest import sql_library
 from nsys_diagnose.ingest.database import view_sources
 
 LineOf = Callable[[tuple[str | int, ...]], int | None]
@@ -45,6 +46,11 @@ def _con() -> duckdb.DuckDBPyConnection:
         _parser.con = duckdb.connect(":memory:", config={"enable_external_access": False})
     con: duckdb.DuckDBPyConnection = _parser.con
     return con
+
+
+def causes(kind: str) -> set[str]:
+    """The step-time budget's causes of a kind (gpu or idle): budget_causes, ingest/sql/causes.sql."""
+    return {r["cause"] for r in sql_library.data_rows("budget_causes") if r["kind"] == kind}
 
 
 def known_tables() -> set[str]:
@@ -188,6 +194,11 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
         if spec.claims is not None:
             column(("findings", i, "claims", "place"), spec.claims.place)
             column(("findings", i, "claims", "cause_column"), spec.claims.cause_column)
+            known = causes(spec.claims.kind)
+            for j, cause in enumerate(spec.claims.causes):
+                if cause != "*" and cause not in known:
+                    fail(("findings", i, "claims", "causes", j), f"no {spec.claims.kind} cause '{cause}' in the "
+                         f"budget's causes (ingest/sql/causes.sql){_suggest(cause, known)}")
         for field in template_fields(spec.message):
             column(("findings", i, "message"), field)
     for i, part in enumerate(rule.advice):

@@ -52,6 +52,8 @@ _SOURCES = re.compile(r"^sources\s*:\s*(?P<list>.*)$", re.I)
 _INCLUDE = re.compile(r"\A--\s*include:(?P<list>[^\n]*)")
 _MAKES = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW|MACRO|TYPE)\s+"
                     r"(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.I | re.M)
+# a column declared with its type (CREATE TABLE t(label VARCHAR, ...)): a name, not a read
+_DECLARED = re.compile(r"\b(\w+)\s+(?:VARCHAR|INTEGER|BIGINT|DOUBLE|BOOLEAN|UTINYINT)\b", re.I)
 _CTE = re.compile(r"\b(\w+)\s+AS\s*(?:NOT\s+)?(?:MATERIALIZED\s+)?\(", re.I)
 
 
@@ -91,7 +93,7 @@ class Module:
     includes: list[str]  # the modules whose tables it reads, as its include line names them
     makes: set[str]      # the tables, views, macros and types it creates (private ones too)
     drops: set[str]      # the tables it drops
-    words: set[str]      # every name its code mentions, beside the names of its own CTEs
+    words: set[str]      # every name its code mentions, beside its CTEs', its declared columns' and strings
 
 
 @functools.cache
@@ -111,7 +113,8 @@ def module(file: str, text: str) -> Module:
     return Module(name=file.removesuffix(".sql"), file=file, text=text, includes=re.findall(r"\w+", head["list"]),
                   makes=set(_MAKES.findall(code)),
                   drops={m["name"] for part in code.split(";") if (m := _DROP.match(part))},
-                  words=set(re.findall(r"\w+", code)) - set(_CTE.findall(code)))
+                  words=set(re.findall(r"\w+", re.sub(r"'(?:[^']|'')*'", "''", code)))
+                  - set(_CTE.findall(code)) - set(_DECLARED.findall(code)))
 
 
 def _closure(names: Iterable[str], mods: dict[str, Module]) -> set[str]:
@@ -175,6 +178,24 @@ def mentioned(texts: Iterable[str]) -> set[str]:
     for text in texts:
         words |= set(re.findall(r"\w+", text))
     return words & set(public())
+
+
+@functools.cache
+def data_rows(table: str) -> list[dict]:
+    """The rows of a data table of the library (one a module fills with literals, such as
+    budget_causes), without an export: its module, which must include nothing, run in memory."""
+    maker = next((m for m in modules().values() if table in m.makes), None)
+    if maker is None or maker.includes:
+        raise ModuleError(f"{table} is no table of a module that includes nothing")
+    con = duckdb.connect()
+    try:
+        for st in statements(maker.file, maker.text):
+            con.execute(st.sql)
+        cur = con.execute(f'SELECT * FROM "{table}"')
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+    finally:
+        con.close()
 
 
 def files(names: Iterable[str] | None = None) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ come from `report.budget` and add up to the window (ingest/sql/budget.sql).
 
 from __future__ import annotations
 
-from nsys_diagnose.analyses.budget import IDLE_WORDS
+from nsys_diagnose.analyses.budget import cause_words
 from nsys_diagnose.engine.model import BudgetRow, Report, SteadyState
 from nsys_diagnose.report.html_text import esc
 from nsys_diagnose.units import duration, pct, timestamp
@@ -39,7 +39,7 @@ def slice_class(b: BudgetRow) -> str:
 
 
 def slice_name(b: BudgetRow) -> str:
-    return b.cause if b.kind == "gpu" else f"idle: {IDLE_WORDS.get(b.cause, b.cause)}"
+    return cause_words(b.kind, b.cause)
 
 
 # idle causes with no host thread behind them: no NVTX range to name

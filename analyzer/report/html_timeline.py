@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from nsys_diagnose.analyses.budget import primary
-from nsys_diagnose.analyses.timeline import HOST_KINDS
+from nsys_diagnose.analyses.timeline import host_kinds
 from nsys_diagnose.engine.model import (
     Finding,
     HostLane,
@@ -32,7 +32,6 @@ from nsys_diagnose.units import duration, pct, timestamp
 
 LEGEND_NAMES = 12
 COLORS = 10           # .n0 ... .n9 in the stylesheet
-HOST_CLASS = {k: "k-" + k.split()[0] for k in HOST_KINDS}   # CSS class of each API kind
 
 
 class Scale:
@@ -72,6 +71,11 @@ class Drawing:
                 f'preserveAspectRatio="none" role="img" aria-label="{esc(label)}"{hidden}>{body}</svg>')
 
 
+def host_class(kind: str) -> str:
+    """The CSS class of a kind of CUDA-call time: k-launch, k-module, ..."""
+    return "k-" + kind.split()[0]
+
+
 def util_path(util: list[int]) -> str:
     """A step outline of the per-bin busy share (y = 1 - share): runs of equal bins are one segment."""
     parts = ["M0 1"]
@@ -87,11 +91,11 @@ def util_path(util: list[int]) -> str:
 
 
 def stacked_paths(kinds: dict[str, list[int]], bins: int) -> list[tuple[str, str]]:
-    """Per kind, in HOST_KINDS order, the outline of its band stacked on the kinds before it:
+    """Per kind, in host_kinds() order, the outline of its band stacked on the kinds before it:
     (kind, path). Shares are drawn to the nearest 1 % so that runs of bins merge."""
     below = [0] * bins
     out = []
-    for kind in HOST_KINDS:
+    for kind in host_kinds():
         values = kinds.get(kind)
         if not values or not any(values):
             continue
@@ -244,7 +248,7 @@ def host_body(key: tuple[int, int]):
         lane = d.host.get(key)
         if lane is None:
             return ""
-        return "".join(f'<path class="{HOST_CLASS[k]}" d="{p}"><title>{esc(k)} calls: share of each bin</title></path>'
+        return "".join(f'<path class="{host_class(k)}" d="{p}"><title>{esc(k)} calls: share of each bin</title></path>'
                        for k, p in stacked_paths(lane.kinds, d.tl.bins))
     return body
 
@@ -315,7 +319,7 @@ def legend(tl: Timeline, colors: dict[str, int]) -> str:
     if tl.steps:
         keys.append('<span><i class="sw ticksw"></i>step start</span>')
     used = {k for h in tl.host for k, v in h.kinds.items() if any(v)}
-    keys += [f'<span><i class="sw {HOST_CLASS[k]}"></i>{esc(k)} calls</span>' for k in HOST_KINDS if k in used]
+    keys += [f'<span><i class="sw {host_class(k)}"></i>{esc(k)} calls</span>' for k in host_kinds() if k in used]
     keys += [f'<span><i class="sw n{c}"></i>{clipped(n, 40)}</span>' for n, c in list(colors.items())[:LEGEND_NAMES]]
     return f'<div class="legend">{"".join(keys)}</div>'
 

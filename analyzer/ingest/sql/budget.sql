@@ -1,4 +1,4 @@
--- include: normalize, phases, idle_gaps, step_times
+-- include: normalize, phases, idle_gaps, step_times, causes
 
 -- The step-time budget (`budget`, `steady_summary`) and what it is built from: kernel classes,
 -- an event sweep over the steady state's GPU operations, idle time by host cause.
@@ -37,9 +37,8 @@ GROUP BY n.name;
 -- sources: always
 -- @column rank: precedence, 1 first
 -- @column class: class name (budget.cause of gpu rows)
-CREATE TABLE budget_classes(rank INTEGER, class VARCHAR);
-INSERT INTO budget_classes VALUES (1, 'tensor-core math'), (2, 'fp32 math'), (3, 'elementwise/reduction'),
-  (4, 'other kernels'), (5, 'CUDA graph replays'), (6, 'communication'), (7, 'copies'), (8, 'memsets');
+-- (budget_causes' gpu rows: add a class there)
+CREATE TABLE budget_classes AS SELECT rank, cause AS class FROM budget_causes WHERE kind = 'gpu';
 
 -- One row per knob of the budget. bound: gpu-bound at or above gpu_bound_pct busy, host-bound
 -- at or below host_bound_pct, else mixed. launch_gap_ns: an idle gap this short, between
