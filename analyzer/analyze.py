@@ -13,12 +13,15 @@ from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
-from nsys_diagnose.engine.runner import run_rules
+from nsys_diagnose.engine.runner import rule_timeout_s, run_rules
 from nsys_diagnose.errors import DiagnoseError
 from nsys_diagnose.ingest import progress, sql_library
+from nsys_diagnose.ingest.cache_files import trusted_folder
 from nsys_diagnose.ingest.database import (
     Trace,
     default_cache_dir,
+    memory_limit,
+    thread_config,
     with_memory_retry,
     with_trace,
 )
@@ -61,13 +64,23 @@ def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bo
     return f"No bottleneck found: {busy} and no rule fired."
 
 
+def check_environment() -> None:
+    """The NSYS_DIAGNOSE_* settings, checked on every run: a cached report must not hide a typo
+    that the same command with --no-cache refuses."""
+    memory_limit()
+    thread_config()
+    rule_timeout_s()
+
+
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             rule_dirs: list[Path] | tuple[Path, ...] = (), overrides: dict[str, dict[str, Any]] | None = None,
             select: list[str] | None = None, use_cache: bool = True, cache_dir: Path | None = None,
             reader: str = "auto", timeline: bool = False) -> Report:
+    check_environment()
     rules = rules if rules is not None else load_rules(rule_dirs)
     overrides = overrides or {}
     key = None
+    use_cache = use_cache and trusted_folder(cache_dir or default_cache_dir())
     if use_cache and Path(path).is_file():  # a repeat run reads its report back (report_cache.py)
         reports = ReportCache(cache_dir or default_cache_dir())
         try:

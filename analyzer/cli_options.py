@@ -3,6 +3,7 @@ same thing, with the same help, in every command that takes it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -10,6 +11,17 @@ from typing import TypeVar
 import click
 
 F = TypeVar("F", bound=Callable[..., object])
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange lets NaN through (it compares false with both bounds) and, with no
+    upper bound, infinity: either would switch a threshold off without a word."""
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
                             help="Extra folder of rules (YAML + SQL); may repeat.")

@@ -63,6 +63,10 @@ def _read(path: Path) -> dict:
         raise UsageError(f"{path}: is not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays or inline tables
+        raise UsageError(f"{path}: invalid TOML: nested too deep") from None
+    except ValueError as e:  # an integer of more digits than Python converts (4,300)
+        raise UsageError(f"{path}: invalid TOML: {str(e).split(':')[0]}") from None
     except OSError as e:
         raise UsageError(f"{path}: cannot be read ({e.strerror or e})") from None
 

@@ -26,3 +26,25 @@ class RuleSpecError(DiagnoseError):
 
 class UsageError(DiagnoseError):
     """A command-line option is malformed (e.g. --set without '=')."""
+
+
+class NoSpaceError(DiagnoseError):
+    """A folder nsys-diagnose writes to (the cache, a temporary folder) is full: the export is not
+    to blame, and an analysis can go on without the cache."""
+
+    def __init__(self, folder: object, problem: str):
+        super().__init__(f"{folder}: {problem}")
+        self.folder = str(folder)
+        self.problem = problem
+
+
+NO_SPACE = ("No space left on device", "Disk quota exceeded")
+
+
+def is_no_space(e: BaseException) -> bool:
+    """An OSError (ENOSPC, EDQUOT) or a DuckDB error whose message says the disk is full."""
+    import errno
+
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return any(words in str(e) for words in NO_SPACE)

@@ -58,7 +58,7 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     file and no temporary behind. Failures are OSErrors that name `path`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:80]}.", suffix=".tmp")  # NAME_MAX: 255 bytes
     except OSError as e:
         raise _naming(e, path) from None
     try:

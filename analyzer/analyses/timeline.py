@@ -134,7 +134,8 @@ _HOST_RANKED = """
 host_ranked AS (
   SELECT pid, tid, sum(duration_ns)::BIGINT AS api_ns,
          row_number() OVER (ORDER BY sum(duration_ns) DESC, pid, tid) AS lane_rank, count(*) OVER () AS thread_count
-  FROM api_calls WHERE category IS DISTINCT FROM 'query' GROUP BY pid, tid)"""
+  FROM api_calls WHERE category IS DISTINCT FROM 'query' AND pid IS NOT NULL AND tid IS NOT NULL  -- no thread: no lane
+  GROUP BY pid, tid)"""
 
 _HOST_SQL = f"""
 WITH {_HOST_RANKED},

@@ -8,8 +8,10 @@ the batch on their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,10 @@ from nsys_diagnose.batch.work import Job, Outcome, analyze_job
 from nsys_diagnose.engine.model import SEVERITY_RANK, Rule
 from nsys_diagnose.errors import UsageError
 from nsys_diagnose.files import kind
+from nsys_diagnose.ingest.cache_files import trusted_folder
+from nsys_diagnose.ingest.database import default_cache_dir
 from nsys_diagnose.output import write_atomic
+from nsys_diagnose.text import printable
 
 DEFAULT_OUTPUT = Path("nsys-diagnose-out")
 
@@ -32,20 +37,27 @@ def _files(out_dir: Path, name: str, fmt: str) -> tuple[Path, Path | None]:
     return out_dir / f"{name}.json", (None if fmt == "json" else out_dir / f"{name}.{fmt}")
 
 
-def _save(out: Outcome, out_dir: Path, fmt: str) -> tuple[str | None, str | None]:
+def _save(out: Outcome, out_dir: Path, fmt: str) -> tuple[Outcome, str | None, str | None]:
     """Write one outcome's reports atomically; a failed input's stale reports are removed, so
-    the folder never shows an old result for a file that now fails."""
+    the folder never shows an old result for a file that now fails. A report that cannot be
+    written (a full disk, a name too long) makes that input an error row: the batch goes on."""
     json_path, text_path = _files(out_dir, out.name, fmt)
+    if out.status == "ok":
+        try:
+            write_atomic(json_path, out.json_text or "")
+            if text_path is not None:
+                write_atomic(text_path, out.text or "")
+        except OSError as e:
+            out = replace(out, status="error", json_text=None, text=None,
+                          error=f"its report {e.strerror or e}")  # write_atomic: "cannot be written (why)"
     if out.status != "ok":
         for p in (json_path, text_path):
             if p is not None:
-                p.unlink(missing_ok=True)
-        return None, None
-    write_atomic(json_path, out.json_text)
-    if text_path is not None:
-        write_atomic(text_path, out.text)
+                with contextlib.suppress(OSError):
+                    p.unlink(missing_ok=True)
+        return out, None, None
     rel = lambda p: p.relative_to(out_dir).as_posix() if p else None  # noqa: E731
-    return rel(json_path), rel(text_path) or rel(json_path)
+    return out, rel(json_path), rel(text_path) or rel(json_path)
 
 
 def _check_output(out_dir: Path, found: list[Found], fmt: str) -> None:
@@ -76,19 +88,20 @@ def run_batch(paths, *, output: Path | None, fmt: str, rules: dict[str, Rule],
         check_dask(scheduler)
     # A named path that is not there is a typo (or a mistyped command: `nsys-diagnose shema x`):
     # stop before anything is written, rather than make an output folder of failures.
-    missing = [str(p) for p in paths if not has_magic(str(p)) and not os.path.lexists(p)]
+    missing = [printable(p) for p in paths if not has_magic(str(p)) and not os.path.lexists(p)]
     if missing:
         raise UsageError(f"{', '.join(missing)}: no such file or directory (nothing was analyzed; "
                          "commands: see `nsys-diagnose --help`)")
     found, unmatched = discover(list(paths))
     for pattern in unmatched:
-        click.echo(f"nsys-diagnose: {pattern}: matches no file", err=True)
+        click.echo(f"nsys-diagnose: {printable(pattern)}: matches no file", err=True)
     if not found:
         if len(paths) == 1 and os.path.isdir(paths[0]):
             raise UsageError(f"{paths[0]}: is a directory with no exports (*.sqlite, *.nsys-rep) below it")
         raise UsageError(f"{', '.join(map(str, paths))}: no exports (*.sqlite, *.nsys-rep) found")
     _check_output(out_dir, found, fmt)
 
+    use_cache = use_cache and trusted_folder(cache_dir or default_cache_dir())
     cache = ResultCache(cache_dir) if use_cache else None
     jobs = [Job(str(f.path), f.name, fmt, rules, overrides, tuple(select) if select else None, use_cache,
                 str(cache_dir) if cache_dir else None, reader) for f in found if not f.skip_reason]
@@ -99,14 +112,14 @@ def run_batch(paths, *, output: Path | None, fmt: str, rules: dict[str, Rule],
     interrupted = 0
     with progress(len(jobs), mode=progress_mode) as bar:
         for out in done_before:
-            finished.append((out, *_save(out, out_dir, fmt)))
-            bar.update(out)
+            finished.append(_save(out, out_dir, fmt))
+            bar.update(finished[-1][0])
         try:
             for out in run_jobs(to_run, executor=executor, workers=workers, scheduler=scheduler, work=work):
-                finished.append((out, *_save(out, out_dir, fmt)))
+                finished.append(_save(out, out_dir, fmt))
                 if cache:
                     cache.put(keys.get(out.name), out)
-                bar.update(out)
+                bar.update(finished[-1][0])
         except KeyboardInterrupt:
             interrupted = len(jobs) - len(finished)
 

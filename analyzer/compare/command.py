@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-from nsys_diagnose.cli_options import input_options, rule_options
+from nsys_diagnose.cli_options import FiniteFloatRange, input_options, rule_options
 from nsys_diagnose.compare.comparison import compare
 from nsys_diagnose.compare.render import FORMATS
 from nsys_diagnose.compare.verdict import Settings
@@ -22,16 +22,16 @@ from nsys_diagnose.output import output_file, write_atomic
 @click.argument("after", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "json", "junit"]), default="md", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the comparison here (atomically; - for stdout).")
-@click.option("--fail-on-regression", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-on-regression", "fail_pct", type=FiniteFloatRange(min=0), metavar="PCT",
               help="Exit 1 when the mean step time regressed significantly by more than PCT %.")
 @click.option("--fail-on-inconclusive", is_flag=True,
               help="Also exit 1 when the verdict is not-comparable or inconclusive.")
-@click.option("--min-effect", "min_effect", type=click.FloatRange(min=0), default=1.0, show_default=True,
+@click.option("--min-effect", "min_effect", type=FiniteFloatRange(min=0), default=1.0, show_default=True,
               metavar="PCT", help="Smallest change of the mean step time called a change, in %.")
-@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05,
+@click.option("--alpha", type=FiniteFloatRange(min=0, max=1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Significance level of the rank test of each item's per-step times "
                                       "(kernels, APIs, copies, ranges).")
-@click.option("--confidence", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.95,
+@click.option("--confidence", type=FiniteFloatRange(min=0, max=1, min_open=True, max_open=True), default=0.95,
               show_default=True, help="Level of the bootstrap interval.")
 @click.option("--min-steps", type=click.IntRange(min=2), default=5, show_default=True,
               help="Fewest timed steps per run for a verdict (fewer: inconclusive).")

@@ -41,7 +41,10 @@ def line_of(node: yaml.Node, loc: tuple[str | int, ...]) -> int | None:
 
 def _read(path: Path) -> str:
     """A rule file's text: a regular file (a pipe would block, a device never end), at most
-    MAX_RULE_FILE_BYTES, UTF-8."""
+    MAX_RULE_FILE_BYTES, UTF-8, and not a symbolic link out of its folder: a rule folder from
+    elsewhere must not make an error message quote another file (its first token, its first line)."""
+    if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
+        raise RuleSpecError(path, "is a symbolic link to a file outside its folder; refusing to read it")
     try:
         return read_regular(path, MAX_RULE_FILE_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:

@@ -40,7 +40,11 @@ def _number(raw: str, typ: str) -> int | float:
             value = decimal.Decimal(text)
         except decimal.InvalidOperation:
             raise ValueError("not a number") from None
-        if not value.is_finite() or value != value.to_integral_value():
+        if not value.is_finite():
+            raise ValueError("not a whole number")
+        if value.adjusted() > 18:  # before int(): 1e10000000 would build a ten-million-digit int
+            raise ValueError("outside the 64-bit integer range")
+        if value != value.to_integral_value():
             raise ValueError("not a whole number")
         number = int(value)
         if not INT64[0] <= number <= INT64[1]:

@@ -37,6 +37,30 @@ STALE_TMP_S = 3600              # a write takes milliseconds; an hour-old tempor
 TEMP_PREFIX = "nsys-diagnose-"  # private temporary folders (--no-cache ingests, nsys exports)
 
 
+_REFUSED: set[str] = set()  # cache folders already said to be unusable (said once per process)
+
+
+def trusted_folder(folder: Path) -> bool:
+    """Whether a cache folder may be used: made private (0700) when absent; one that another user
+    owns or that group or others may write is not used, since whoever can write an entry can make
+    a cached report say anything (a checksum proves an entry whole, not who wrote it). Says why
+    once; the analysis then runs without the cache."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = folder.stat()
+    except OSError:
+        return False  # the callers' own probes say nothing either: the analysis goes on uncached
+    owner_ok = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
+    problem = (None if owner_ok and not st.st_mode & 0o022 else
+               "is owned by another user" if not owner_ok else "can be written by other users")
+    if problem and str(folder) not in _REFUSED:
+        _REFUSED.add(str(folder))
+        print(f"nsys-diagnose: {printable(folder)}: cache folder {problem}, so its entries cannot be trusted; "
+              "analyzing without the cache (chmod go-w it, or pick another with --cache-dir)",
+              file=sys.stderr, flush=True)
+    return problem is None
+
+
 def warn(path: Path, problem: str) -> None:
     """The one line a discarded cache entry is worth."""
     print(f"nsys-diagnose: {printable(path)}: {problem}; discarded, rebuilding it", file=sys.stderr, flush=True)

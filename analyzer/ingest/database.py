@@ -16,16 +16,18 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
 import duckdb
-from nsys_diagnose.errors import InputError, UsageError
+from nsys_diagnose.errors import InputError, NoSpaceError, UsageError, is_no_space
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
 from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
+from nsys_diagnose.text import printable
 
 CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -43,6 +45,9 @@ MAX_THREADS = 1024
 SMALL_EXPORT_BYTES = 64 << 20  # the ingest of a smaller export runs as one transaction (_build)
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
+_BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+          "TiB": 1 << 40}
+MIN_MEMORY_LIMIT_BYTES = 64 << 20
 T = TypeVar("T")
 # what a statement makes (after the comment lines that document it)
 _LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+label\s+AS\s+ENUM\b", re.IGNORECASE)
@@ -60,9 +65,12 @@ def memory_limit(default: str | None = None) -> str:
     if raw is None:
         return default or MEMORY_LIMIT
     match = _SIZE.fullmatch(raw)
-    if not match or float(match[1]) <= 0:
+    if not match:
         raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: expected a size such as 500MB or 2GB")
-    return f"{match[1]}{_UNITS[(match[2] or 'B').lower()]}"
+    unit = _UNITS[(match[2] or "B").lower()]
+    if float(match[1]) * _BYTES[unit] < MIN_MEMORY_LIMIT_BYTES:  # DuckDB cannot pin one block below it
+        raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: at least {MIN_MEMORY_LIMIT_BYTES >> 20}MiB is needed")
+    return f"{match[1]}{unit}"
 
 # source table -> alias of its src_* relation in ingest/sql/normalize.sql
 ALIASES = {
@@ -311,7 +319,11 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
             con.execute("COMMIT")
         con.execute("CHECKPOINT")
         return reader.name, present
-    except duckdb.Error as e:
+    except (duckdb.Error, OSError) as e:
+        if is_no_space(e):  # the folder written to is full, not the export bad
+            raise NoSpaceError(out.parent, "no space left to write the ingest database") from None
+        if isinstance(e, OSError):
+            raise
         if isinstance(e, duckdb.OutOfMemoryException) and not last_try:
             raise
         hint = ""
@@ -488,7 +500,8 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
     if use_cache:
         cache_dir = cache_dir or default_cache_dir()
         try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
+            if not cache_files.trusted_folder(cache_dir):
+                raise PermissionError
             probe = tempfile.NamedTemporaryFile(dir=cache_dir, delete=True)
             probe.close()
         except OSError:
@@ -496,8 +509,14 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
     if use_cache:
         key, content = _content(p, cache_dir)
         db = cache_dir / f"{key}.duckdb"
-        con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, content)
-        return Trace(p, con, captured, used, from_cache, sources, db=db if from_cache else None)
+        try:
+            con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, content)
+            return Trace(p, con, captured, used, from_cache, sources, db=db if from_cache else None)
+        except (NoSpaceError, OSError) as e:
+            if not is_no_space(e) and not isinstance(e, NoSpaceError):
+                raise
+            print(f"nsys-diagnose: {printable(cache_dir)}: no space left in the cache folder; "
+                  "analyzing without the cache", file=sys.stderr, flush=True)
     # No cache: a private folder, removed on close (or by a later run's sweep, if this one is killed)
     folder = cache_files.TempFolder()
     try:

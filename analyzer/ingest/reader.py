@@ -83,6 +83,8 @@ def discover(path: Path) -> dict[str, set[str]]:
             con.close()
     except sqlite3.DatabaseError as e:
         raise InputError(path, f"not a readable SQLite database ({e})") from None
+    except UnicodeDecodeError:  # sqlite3 decodes SQLite's error text strictly: a damaged schema's
+        raise InputError(path, "not a readable SQLite database (its schema holds bytes that are not UTF-8)") from None
     return {_spelled(t, TABLES): {_spelled(c, COLUMNS.get(_spelled(t, TABLES), {})) for c in cols}
             for t, cols in found.items()}
 

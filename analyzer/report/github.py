@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from nsys_diagnose.engine.model import Report
+from nsys_diagnose.errors import UsageError
+from nsys_diagnose.files import NotRegularFile
 from nsys_diagnose.report import markdown
 from nsys_diagnose.text import inline
 from nsys_diagnose.units import duration
@@ -49,10 +52,27 @@ def render(report: Report) -> str:
 
 
 def write_step_summary(report: Report) -> Path | None:
-    """Append the Markdown report to $GITHUB_STEP_SUMMARY (the job's summary page), if set."""
+    """Append the Markdown report to $GITHUB_STEP_SUMMARY (the job's summary page), if set. The
+    file must be a regular file (or not exist yet) and not the export itself: appending to a
+    FIFO would block, and to the input would damage it."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return None
-    with open(target, "a", encoding="utf-8") as f:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(target, flags, 0o666)
+    except OSError as e:  # a FIFO with no reader: ENXIO; a directory: EISDIR
+        raise UsageError(f"GITHUB_STEP_SUMMARY={target!r}: cannot be appended to ({e.strerror or e})") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"GITHUB_STEP_SUMMARY={target!r}: {NotRegularFile(target, st.st_mode).strerror}")
+        for given in {report.input.path, report.input.sqlite_path} - {None}:
+            try:
+                same = os.path.samestat(st, os.stat(str(given)))
+            except OSError:
+                same = False
+            if same:
+                raise UsageError(f"GITHUB_STEP_SUMMARY={target!r}: is the export being analyzed; refusing to append to it")
         f.write(markdown.render(report) + "\n")
     return Path(target)

@@ -7,16 +7,10 @@ from typing import Any
 
 from nsys_diagnose.engine.model import Report, RuleResult
 from nsys_diagnose.ingest.schema import FLAVOURS
+from nsys_diagnose.text import markdown as inline  # names from the trace: one sanitizer, text.py
 from nsys_diagnose.units import SPECS, duration, pct
 
 TABLE_ROWS = 10
-# Names come from the traced program: newlines would break the Markdown, a carriage return or an
-# escape sequence would rewrite the user's terminal. Every C0/C1 control character prints as a space.
-_CONTROLS = dict.fromkeys([*range(32), *range(127, 160)], " ")
-
-
-def inline(text: str) -> str:
-    return text.translate(_CONTROLS)
 
 
 def cell_format(column: str):

@@ -16,15 +16,22 @@ from nsys_diagnose.engine.model import Report, Rule
 from nsys_diagnose.engine.runner import plain
 from nsys_diagnose.engine.tables import rule_table
 from nsys_diagnose.output import write_atomic
+from nsys_diagnose.text import spreadsheet_cell
 
 
 def _flat(table: pa.Table) -> pa.Table:
-    """CSV has no lists or structs: such columns become JSON text (Parquet keeps them)."""
+    """CSV has no lists or structs: such columns become JSON text (Parquet keeps them). Text
+    that a spreadsheet would run as a formula is defused (text.spreadsheet_cell)."""
     for i, f in enumerate(table.schema):
         if pa.types.is_nested(f.type):
             text = [None if v is None else json.dumps(plain(v), ensure_ascii=False, default=str)
                     for v in table.column(i).to_pylist()]
-            table = table.set_column(i, f.name, pa.array(text, pa.string()))
+        elif pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            text = table.column(i).to_pylist()
+        else:
+            continue
+        table = table.set_column(i, f.name, pa.array([None if v is None else spreadsheet_cell(v) for v in text],
+                                                     pa.string()))
     return table
 
 

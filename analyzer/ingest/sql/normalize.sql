@@ -14,9 +14,16 @@ CREATE MACRO nsys_tid(g) AS g & 16777215;
 -- cudaLaunchKernel), so that every version of a call reads as one.
 CREATE MACRO api_base_name(n) AS regexp_replace(n, '_v[0-9]+$', '');
 
+-- cut_text(t): text from the trace (names, NVTX messages) cut to 16,384 characters, with the
+-- marker limits.py writes: one 10 MB kernel name or NVTX message is otherwise carried by every
+-- row joined to it, through every rule's regular expressions (minutes and GBs, issue 36). No
+-- real name comes near: the longest C++ template kernel names are a few kB.
+CREATE MACRO cut_text(t) AS CASE WHEN length(t) <= 16384 THEN t
+  ELSE left(t, 16384) || ' ... [truncated: ' || format('{:,}', strlen(t)) || ' bytes in all]' END;
+
 -- DISTINCT: a string listed twice under its id must not double the rows joined to it (different
 -- strings under one id are refused at ingest, database._check_strings).
-CREATE TEMP TABLE strings AS SELECT DISTINCT id, value FROM src_strings WHERE id IS NOT NULL;
+CREATE TEMP TABLE strings AS SELECT DISTINCT id, cut_text(value) AS value FROM src_strings WHERE id IS NOT NULL;
 
 -- Built-in enum labels: old exports have no ENUM tables, 2022.4 --lazy=false ones have empty
 -- ones. Values are stable across versions (nsys-schema.md 1.5), so the built-ins are a fallback.
@@ -456,13 +463,13 @@ FROM gpu_busy b JOIN devices d ON d.device_id IS NOT DISTINCT FROM b.device_id W
 CREATE TABLE nvtx_ranges AS
 WITH last_ts AS (SELECT greatest(max(start), max("end")) AS ts FROM src_nvtx),
 domains AS (
-  SELECT domainId, globalTid & 281474959933440 AS proc, any_value(coalesce(s.value, d.text)) AS domain
+  SELECT domainId, globalTid & 281474959933440 AS proc, any_value(coalesce(s.value, cut_text(d.text))) AS domain
   FROM src_nvtx d LEFT JOIN strings s ON s.id = d.textId
   WHERE d.eventType = 75 GROUP BY ALL)
 SELECT nsys_pid(n.globalTid) AS pid, nsys_tid(n.globalTid) AS tid, n.globalTid AS global_tid,
        n.start AS start_ns, coalesce(n."end", last_ts.ts) AS end_ns,
        coalesce(n."end", last_ts.ts) - n.start AS duration_ns,
-       coalesce(s.value, n.text, '') AS name, d.domain,
+       coalesce(s.value, cut_text(n.text), '') AS name, d.domain,
        CASE WHEN n.eventType IN (59, 70) THEN 'push_pop' ELSE 'start_end' END AS style,
        nsys_tid(n.endGlobalTid) AS end_tid,
        (n.endGlobalTid IS NULL OR n.endGlobalTid = n.globalTid) AS same_thread

@@ -1,0 +1,239 @@
+"""Hardening round three (issue 36): values validated on every path, no write outside what the user
+named, a cache that is trusted only when it can be, a batch that loses no result, and one
+sanitizer for every text format. Each case is what a user or an attacker did; each asserts the
+one-line error (exit 2) or the report, and that nothing else changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+from nsys_diagnose.errors import NoSpaceError
+from nsys_diagnose.text import markdown, spreadsheet_cell
+
+from .cli_harness import assert_one_line_error, call_cli, snapshot
+from .synth import write_export
+from .test_bad_inputs import base_tables
+
+KERNEL_ID = 2  # the kernel's name in base_tables' StringIds
+
+
+@pytest.fixture
+def export(tmp_path) -> Path:
+    (tmp_path / "in").mkdir()
+    return write_export(base_tables(), tmp_path / "in" / "run.sqlite")
+
+
+def with_kernel_name(tmp_path: Path, name: str) -> Path:
+    tables = base_tables()
+    tables["StringIds"][1]["value"] = name
+    return write_export(tables, tmp_path / "named.sqlite")
+
+
+# -- values validated before use, cached or not --------------------------------------------------
+
+def test_a_huge_integer_is_refused_before_it_is_built(export):
+    r = call_cli(export, "--set", "gpu-idle-gaps.min_gap_ns=1e10000000", timeout=10)
+    assert_one_line_error(r, "gpu-idle-gaps.min_gap_ns", "outside the 64-bit integer range")
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("[" * 50_000 + "]" * 50_000, "nested too deep"),
+    ("9" * 5_000, "integer string conversion"),
+])
+def test_pyproject_values_python_cannot_build(tmp_path, export, monkeypatch, value, needle):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.nsys-diagnose]\nselect = {value}\n")
+    monkeypatch.chdir(tmp_path)
+    assert_one_line_error(call_cli(export, timeout=20), tmp_path / "pyproject.toml", needle)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("NSYS_DIAGNOSE_MEMORY_LIMIT", "garbage"), ("NSYS_DIAGNOSE_MEMORY_LIMIT", "1KB"),
+    ("NSYS_DIAGNOSE_THREADS", "many"), ("NSYS_DIAGNOSE_RULE_TIMEOUT_S", "nan"),
+])
+def test_a_bad_environment_value_is_refused_when_the_report_is_cached(export, monkeypatch, name, value):
+    assert call_cli(export, "-o", export.with_suffix(".md")).returncode == 0  # the report is cached now
+    monkeypatch.setenv(name, value)
+    for args in ((), ("--no-cache",)):
+        assert_one_line_error(call_cli(export, *args, "-o", export.with_suffix(".md")), name)
+
+
+@pytest.mark.parametrize("flag", ["--fail-on-regression", "--min-effect", "--confidence", "--alpha"])
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_compare_refuses_numbers_that_switch_a_threshold_off(export, flag, value):
+    if flag in ("--confidence", "--alpha") and value == "inf":
+        pytest.skip("above the upper bound already")
+    r = call_cli("compare", export, export, flag, value)
+    assert_one_line_error(r, flag, "not a finite number")
+
+
+# -- no write outside what the user named --------------------------------------------------------
+
+def test_the_step_summary_is_never_the_export(export, monkeypatch):
+    before = snapshot(export.parent)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(export))
+    r = call_cli(export, "--format", "github")
+    assert r.returncode == 2 and "is the export being analyzed" in r.stderr
+    assert snapshot(export.parent) == before
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda d: os.mkfifo(d / "fifo") or d / "fifo", "No such device or address"),  # no reader: no hang
+    (lambda d: d, "Is a directory"),
+    (lambda d: Path("/dev/null"), "character device"),
+])
+def test_the_step_summary_must_be_a_regular_file(export, tmp_path, monkeypatch, make, needle):
+    target = make(tmp_path)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+    r = call_cli(export, "--format", "github", timeout=20)
+    assert r.returncode == 2 and needle in r.stderr and "GITHUB_STEP_SUMMARY" in r.stderr
+
+
+def test_the_step_summary_is_appended_to(export, tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert call_cli(export, "--format", "github").returncode in (0, 1)
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "# nsys-diagnose" in text
+
+
+def test_an_output_name_of_250_bytes_is_written(export, tmp_path):
+    out = tmp_path / ("r" * 247 + ".md")
+    r = call_cli(export, "-o", out)
+    assert r.returncode in (0, 1) and out.read_text().startswith("# nsys-diagnose")
+
+
+# -- the cache: used only when it can be trusted, skipped when full ------------------------------
+
+def test_a_cache_folder_others_can_write_is_not_used(export, tmp_path):
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    for run in range(2):
+        r = call_cli(export, "--cache-dir", shared, "-o", export.with_suffix(".md"))
+        assert r.returncode in (0, 1)
+        assert run == 1 or "can be written by other users" in r.stderr  # said once a process
+        assert list(shared.iterdir()) == []  # nothing read from it or written to it
+
+
+def test_a_new_cache_folder_is_private(export, tmp_path):
+    assert call_cli(export, "--cache-dir", tmp_path / "new" / "cache", "-o", export.with_suffix(".md")).returncode in (0, 1)
+    assert stat.S_IMODE((tmp_path / "new" / "cache").stat().st_mode) & 0o077 == 0
+
+
+def test_a_full_cache_folder_falls_back_to_an_uncached_analysis(export, tmp_path, monkeypatch):
+    from nsys_diagnose.ingest import database
+
+    cache = tmp_path / "cache"
+    real = database.build
+
+    def full_in_the_cache(path, out, reader_kind="auto"):
+        if cache in Path(out).parents:
+            raise NoSpaceError(cache, "no space left to write the ingest database")
+        return real(path, out, reader_kind)
+
+    monkeypatch.setattr(database, "build", full_in_the_cache)
+    r = call_cli(export, "--cache-dir", cache, "--format", "json")
+    assert r.returncode in (0, 1), r.stderr
+    assert r.stderr.count("\n") == 1 and "no space left in the cache folder; analyzing without the cache" in r.stderr
+    assert json.loads(r.stdout)["metrics"]["kernel_count"] == 3
+
+
+# -- inputs that used to end in an internal error ------------------------------------------------
+
+def test_api_calls_without_a_thread_draw_no_host_lane(tmp_path):
+    tables = base_tables()
+    for row in tables["CUPTI_ACTIVITY_KIND_RUNTIME"]:
+        row["globalTid"] = None  # the schema allows it
+    path = write_export(tables, tmp_path / "no-tid.sqlite")
+    r = call_cli(path, "--format", "html", "-o", tmp_path / "r.html")
+    assert r.returncode in (0, 1) and r.stderr == "", r.stderr
+
+
+def test_a_schema_with_bytes_that_are_not_utf8(export, tmp_path):
+    path = tmp_path / "bad-schema.sqlite"
+    shutil.copy(export, path)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA writable_schema = ON")
+    con.execute("UPDATE sqlite_master SET name = CAST(replace(CAST(name AS BLOB), X'4B45524E454C', X'4BFF524E454C') "
+                "AS TEXT), sql = CAST(replace(CAST(sql AS BLOB), X'4B45524E454C', X'4BFF524E454C') AS TEXT) "
+                "WHERE name LIKE '%KERNEL'")
+    con.commit()
+    con.close()
+    for reader in ("scanner", "sqlite3"):
+        assert_one_line_error(call_cli(path, "--reader", reader, "--no-cache"), path, "not UTF-8")
+
+
+# -- a batch never loses another file's result ---------------------------------------------------
+
+def test_a_batch_keeps_every_result_it_can(tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    long_name = "b" * 240 + ".sqlite"  # 247 bytes: legal, and its reports' names still fit
+    for name in ("a.sqlite", long_name, "c.sqlite"):
+        write_export(base_tables(), inputs / name)
+    out = tmp_path / "out"
+    (out / "c.json").mkdir(parents=True)  # c's report cannot be written
+    r = call_cli(inputs, "-o", out, "--fail-on", "never")
+    assert r.returncode == 2 and "1 of 3 input(s) failed" in r.stderr
+    assert (out / "a.json").is_file() and (out / ("b" * 240 + ".json")).is_file()
+    assert {"summary.md", "reports.parquet", "findings.parquet"} <= {p.name for p in out.iterdir()}
+    assert "its report cannot be written (Is a directory)" in (out / "summary.md").read_text()
+
+
+# -- one sanitizer for every text format ---------------------------------------------------------
+
+ACTIVE = re.compile(r"(?<!\\)(<[a-z/!?]|\[|\]\(|https?://|www\.)", re.I)  # not backslash-escaped
+HOSTILE = ["<img src=x onerror=alert(1)>", "![t](https://evil.example/t.png)", "[x](javascript:alert(1))",
+           "kernel\u202eevil\u2028next", "see www.evil.example"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_markdown_text_opens_no_html_link_or_image(name):
+    text = markdown(name)
+    assert "\u202e" not in text and "\u2028" not in text
+    assert not ACTIVE.search(text), text
+
+
+def test_names_in_the_markdown_report_are_defused(tmp_path):
+    path = with_kernel_name(tmp_path, "![t](https://evil.example/t.png)<img src=x onerror=alert(1)>\u202e")
+    r = call_cli(path, "--select", "hot-kernels", "--set", "hot-kernels.min_share_pct=0", "-o", tmp_path / "r.md")
+    assert r.returncode in (0, 1), r.stderr
+    text = (tmp_path / "r.md").read_text()
+    assert "evil.example" in text  # the name is shown ...
+    assert not ACTIVE.search(text) and "\u202e" not in text  # ... but does nothing
+
+
+def test_csv_cells_a_spreadsheet_would_run_are_defused(tmp_path):
+    path = with_kernel_name(tmp_path, "=HYPERLINK(\"https://evil.example\")")
+    r = call_cli(path, "--select", "hot-kernels", "--tables-dir", tmp_path / "t", "-o", tmp_path / "r.md")
+    assert r.returncode in (0, 1), r.stderr
+    text = (tmp_path / "t" / "hot-kernels.csv").read_text()
+    assert "'=HYPERLINK" in text and ',"=HYPERLINK' not in text
+    assert spreadsheet_cell("-1") == "'-1" and spreadsheet_cell("kernel") == "kernel"
+
+
+def test_a_missing_path_is_named_with_its_escapes_visible(tmp_path):
+    r = call_cli(str(tmp_path / "nope*\x1b[31m.sqlite"))
+    assert "\x1b" not in r.stderr and "\\x1b[31m" in r.stderr
+
+
+def test_a_rule_file_linked_out_of_its_folder_is_not_read(tmp_path, export):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2 is the password\n")
+    rules = tmp_path / "rules" / "team"
+    rules.mkdir(parents=True)
+    shutil.copy(Path(__file__).parent.parent / "rules" / "gpu" / "gpu-idle-gaps.yaml", rules / "my-rule.yaml")
+    (rules / "my-rule.yaml").write_text((rules / "my-rule.yaml").read_text()
+                                        .replace("id: gpu-idle-gaps", "id: my-rule").replace("category: gpu", "category: team"))
+    (rules / "my-rule.sql").symlink_to(secret)
+    r = call_cli(export, "--rules", tmp_path / "rules")
+    line = assert_one_line_error(r, "my-rule.sql", "symbolic link to a file outside its folder")
+    assert "hunter2" not in line
