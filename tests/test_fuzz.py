@@ -1,7 +1,7 @@
 """A bounded fuzz test: damaged copies of a real export and of the synthetic corpus (tests/mutate.py:
 bit flips, truncation, garbage pages, header fields, values of other types, NULLs, duplicated
 ids, renamed or dropped tables and columns), each through the CLI. Whatever the damage, the run
-ends within its timeout with a report (exit 0; JSON, Markdown or HTML by seed) or one line on
+ends within its timeout with a report (exit 0; JSON, Markdown, HTML or a CI format by seed) or one line on
 stderr (exit 2): never a
 traceback, an "internal error" or a hang, and never a change to the input or a file beside it.
 
@@ -24,7 +24,8 @@ from .synth import write_export
 from .test_bad_inputs import corpus_tables
 
 GROUPS, PER_GROUP = 4, 7
-FORMATS = ["json", "md", "html"]  # each renderer meets the damage too
+FORMATS = ["json", "md", "html", "github", "sarif", "junit"]  # each renderer meets the damage too
+STARTS = {"md": "# nsys-diagnose", "html": "<!DOCTYPE html>", "github": "::", "sarif": "{", "junit": "<?xml"}
 REGRESSIONS = [1001]  # a bit flip that made a table's name a blob in sqlite_master
 
 
@@ -60,7 +61,7 @@ def test_damaged_exports_give_a_report_or_one_line(group, sources, tmp_path):
                 doc = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"{case}: {c} is not JSON"))  # noqa: B023 (called here)
                 assert doc["metrics"]["kernel_count"] >= 0
             else:
-                assert r.stdout.startswith("# nsys-diagnose" if fmt == "md" else "<!DOCTYPE html>"), case
+                assert r.stdout.startswith(STARTS[fmt]), case
         else:
             lines = r.stderr.strip().splitlines()
             assert r.returncode == 2 and len(lines) == 1 and str(path) in lines[0] and r.stdout == "", case
