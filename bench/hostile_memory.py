@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.test_bad_inputs import base_tables, kernel  # noqa: E402
 from tests.synth import write_export  # noqa: E402
+from tests.test_bad_inputs import base_tables, kernel  # noqa: E402
+
 
 def huge_kernel_name(folder: Path, mb: int) -> Path:
     tables = base_tables()
