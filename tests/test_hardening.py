@@ -134,10 +134,10 @@ def test_a_full_cache_folder_falls_back_to_an_uncached_analysis(export, tmp_path
     cache = tmp_path / "cache"
     real = database.build
 
-    def full_in_the_cache(path, out, reader_kind="auto"):
+    def full_in_the_cache(path, out, *args, **kwargs):
         if cache in Path(out).parents:
             raise NoSpaceError(cache, "no space left to write the ingest database")
-        return real(path, out, reader_kind)
+        return real(path, out, *args, **kwargs)
 
     monkeypatch.setattr(database, "build", full_in_the_cache)
     r = call_cli(export, "--cache-dir", cache, "--format", "json")
