@@ -2,6 +2,10 @@
 
 The library (nsys_diagnose.api) loads on first use, so that the command line starts without
 importing polars: `nsys_diagnose.open(path)` returns a Trace (see its docstring).
+
+The source folder is `analyzer/`, installed as this package (pyproject.toml's package-dir):
+`nsys_diagnose.ingest.database` is analyzer/ingest/database.py, and the SQL modules the ingest
+runs are analyzer/ingest/sql/*.sql. docs/architecture.md maps the layers and the modules.
 """
 
 __version__ = "0.1.0"
