@@ -241,6 +241,45 @@ def test_idle_gap_causes_classify_the_launching_threads_state(tmp_path):
         ("nvtx", "Data Loading", 2, 14_000_000), ("os-call", "pthread_cond_wait", 1, 7_000_000)]
 
 
+def test_helper_thread_work_belongs_to_the_range_another_thread_is_in(tmp_path):
+    # the main thread is inside "train_step" > "backward" while a helper thread (autograd's
+    # backward thread, tid 101, no ranges of its own) launches kernels with host code between
+    # them; between the steps no thread is in a range, so the gap there is untraced
+    helper = GPID + 101
+    nvtx, kernels, api, corr = [], [], [], 0
+    for i in range(4):
+        t = 20_000_000 * (i + 1)
+        nvtx += [_push(t, t + 15_000_000, "train_step"), _push(t + 1_000_000, t + 14_000_000, "backward")]
+        for j in range(3):  # 3 launches 4 ms apart, 1 ms kernels: 3 ms gaps of host code on the helper
+            corr += 1
+            launch = t + 2_000_000 + 4_000_000 * j
+            api.append(_api(launch, launch + 10_000, corr, 2, tid=helper))
+            kernels.append(_kernel(launch + 20_000, launch + 1_020_000, corr))
+    given = {"strings": {1: "k", 2: "cudaLaunchKernel_v7000"}, "NVTX_EVENTS": nvtx,
+             "CUPTI_ACTIVITY_KIND_KERNEL": kernels, "CUPTI_ACTIVITY_KIND_RUNTIME": api}
+    trace = _trace(tmp_path, given)
+    try:
+        gaps = _rows(trace, "SELECT tid, cause, detail, nvtx_range, duration_ns FROM idle_gaps ORDER BY start_ns")
+        ops = _rows(trace, "SELECT range_name, sum(ops) AS ops FROM nvtx_op_time GROUP BY ALL")
+        stats = _rows(trace, "SELECT name, sum(ops) AS ops FROM nvtx_range_stats GROUP BY ALL ORDER BY name")
+        budget = _rows(trace, "SELECT cause, place, sum(ns) AS ns FROM budget WHERE kind = 'idle' GROUP BY ALL")
+    finally:
+        trace.close()
+    assert {g["tid"] for g in gaps} == {101}
+    inside = [g for g in gaps if g["duration_ns"] < 4_000_000]
+    between = [g for g in gaps if g["duration_ns"] >= 4_000_000]
+    assert len(inside) == 8 and len(between) == 3
+    assert {(g["cause"], g["detail"], g["nvtx_range"]) for g in inside} == {("nvtx", "backward", "backward")}
+    # the helper's last kernel ends at +11.02 ms, the next step's first starts 20 ms later: no
+    # thread is in a range from +15 ms to +20 ms, but the gap's middle (+15.5 ms) lies there
+    assert {(g["cause"], g["nvtx_range"]) for g in between} == {("untraced", None)}
+    # the helper's kernels are the step's work in the program's words; nsys's projection
+    # (same thread only) stays as nsys counts it
+    assert ops == [{"range_name": "backward", "ops": 9}]
+    assert all(s["ops"] == 0 for s in stats)
+    assert {(b["cause"], b["place"]) for b in budget} >= {("host code", "backward")}
+
+
 @pytest.fixture(scope="module")
 def h200_reports():
     from nsys_diagnose.analyze import analyze

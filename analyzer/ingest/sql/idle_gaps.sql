@@ -184,10 +184,12 @@ LEFT JOIN host_state_names sn ON sn.code = h.code;
 -- @column step: the step (steps.step) the gap starts in, NULL outside steps
 -- @column cause: the thread's state that took most of the gap (allocation, copy, cuda-api, launch,
 -- module-loading, os-call, sync) when it took more than untraced host time (host_ns); else nvtx
--- when inside an NVTX range, else untraced
+-- when a thread of the process was inside an NVTX range (nvtx_range), else untraced
 -- @column detail: the call of that state (API or OS function name), the NVTX range for nvtx,
 -- NULL for untraced
--- @column nvtx_range: innermost push/pop range open on the thread at the gap's middle, NULL if none
+-- @column nvtx_range: innermost push/pop range open at the gap's middle on the thread, else (NVTX
+-- ranges are per thread, and helper threads work for the step the main thread is in) on the
+-- thread of the process inside a range then; NULL when no thread of the process was in one
 -- @column sync_ns: time of the thread in sync calls inside the gap, ns
 -- @column copy_ns: time in memcpy and memset calls inside the gap, ns
 -- @column launch_ns: time in launch calls inside the gap, ns
@@ -207,7 +209,7 @@ CREATE TABLE idle_gaps AS
 -- the lookups run as one chain of ASOF joins on the gap rows (each sorts them once), with no
 -- join back on gap_id for each; the chain carries numbers only (a range's id, not its name:
 -- every string in a sort's rows costs several times its numbers), names are joined last
-WITH looked AS (
+WITH own AS (
   SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.next_kind,
          CASE WHEN g.start_ns < s.end_ns THEN s.step END AS step,
          p.range_id,
@@ -217,6 +219,16 @@ WITH looked AS (
   ASOF LEFT JOIN steps s ON s.pid = g.pid AND s.start_ns <= g.start_ns
   ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = g.global_tid AND p.ts <= g.start_ns + (g.end_ns - g.start_ns) // 2
   ASOF LEFT JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns),
+-- a gap whose thread was in no range takes the innermost range of the thread of the process
+-- that was in one then (nvtx_process_cover): two more lookups on those gaps only (on all gaps
+-- they cost as much as the chain above)
+looked AS (
+  SELECT * FROM own WHERE range_id IS NOT NULL
+  UNION ALL BY NAME
+  SELECT g.* REPLACE (CASE WHEN c.cover_end > g.start_ns + (g.end_ns - g.start_ns) // 2 THEN q.range_id END AS range_id)
+  FROM (SELECT * FROM own WHERE range_id IS NULL) g
+  ASOF LEFT JOIN nvtx_process_cover c ON c.pid = g.pid AND c.start_ns <= g.start_ns + (g.end_ns - g.start_ns) // 2
+  ASOF LEFT JOIN nvtx_stack_points q ON q.global_tid = c.cover_tid AND q.ts <= g.start_ns + (g.end_ns - g.start_ns) // 2),
 classed AS (
   SELECT g.*, r.name AS nvtx_range, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
@@ -299,3 +311,4 @@ DROP TABLE main_threads;
 DROP TABLE host_states;
 DROP TABLE gpu_openers;
 DROP TABLE nvtx_stack_points;
+DROP TABLE nvtx_process_cover;

@@ -9,18 +9,32 @@
 -- (nvtx_stack_points). Summed per (range, process, device, kind, name, in the steady state or
 -- not), the grain both consumers below need: a row per range and operation name, not one per
 -- operation.
+-- op_range_id: the same range, else (an operation launched by a helper thread in no range of
+-- its own, such as autograd's backward thread) the innermost range of the thread of the
+-- process inside a range at the launch (nvtx_process_cover, 20_phases.sql): where the work comes
+-- from in the program's words (nvtx_op_time). range_id alone is nsys's same-thread projection.
+-- The two lookups of that fallback run on the operations with no range of their own only.
 CREATE TABLE range_op_sums AS
 WITH ops AS (
   SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
          launch_start_ns
-  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL)
-SELECT p.range_id, o.pid, o.device_id, o.kind, o.name,
+  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL),
+own AS (
+  SELECT o.*, p.range_id FROM ops o
+  ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns),
+placed AS (
+  SELECT *, range_id AS op_range_id FROM own WHERE range_id IS NOT NULL
+  UNION ALL
+  SELECT o.*, CASE WHEN c.cover_end > o.launch_start_ns THEN q.range_id END
+  FROM (SELECT * FROM own WHERE range_id IS NULL) o
+  ASOF LEFT JOIN nvtx_process_cover c ON c.pid = o.pid AND c.start_ns <= o.launch_start_ns
+  ASOF LEFT JOIN nvtx_stack_points q ON q.global_tid = c.cover_tid AND q.ts <= o.launch_start_ns)
+SELECT o.range_id, o.op_range_id, o.pid, o.device_id, o.kind, o.name,
        o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AS steady,
        count(*) AS ops, sum(o.duration_ns::DOUBLE)::BIGINT AS gpu_ns,
        min(o.start_ns) AS gpu_start_ns, max(o.end_ns) AS gpu_end_ns
-FROM ops o ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns
-LEFT JOIN steady_state s ON s.pid = o.pid
-WHERE p.open_after > 0
+FROM placed o LEFT JOIN steady_state s ON s.pid = o.pid
+WHERE o.op_range_id IS NOT NULL
 GROUP BY ALL;
 
 -- Per range instance, the GPU operations launched inside it or inside its descendants
@@ -32,7 +46,7 @@ SELECT range_id, sum(ops)::BIGINT AS ops, coalesce(sum(ops) FILTER (WHERE kind =
        coalesce(sum(ops) FILTER (WHERE kind = 'memset'), 0)::BIGINT AS memsets,
        coalesce(sum(ops) FILTER (WHERE kind = 'graph'), 0)::BIGINT AS graphs, sum(gpu_ns)::BIGINT AS gpu_ns,
        min(gpu_start_ns) AS gpu_start_ns, max(gpu_end_ns) AS gpu_end_ns
-FROM range_op_sums GROUP BY range_id;
+FROM range_op_sums WHERE range_id IS NOT NULL GROUP BY range_id;
 
 CREATE TABLE nvtx_inclusive_ops AS
 WITH RECURSIVE up(range_id, anc_id, ops, kernels, memcpys, memsets, graphs, gpu_ns, gpu_start_ns, gpu_end_ns) AS (
@@ -50,7 +64,9 @@ FROM up GROUP BY anc_id;
 -- Where GPU work comes from, in the program's words: one row per (process, device, innermost
 -- launching range name, operation kind and name), with the steady-state operations (started
 -- inside the process's steady_state window) and their GPU time. The launching range is the
--- innermost push/pop range open on the launching thread at the launch call's start.
+-- innermost push/pop range open on the launching thread at the launch call's start, else, for
+-- work a helper thread launches outside any range of its own, on the thread of the process
+-- inside a range then (nvtx_process_cover).
 -- sources: NVTX_EVENTS
 -- @column pid: OS process id
 -- @column device_id: CUDA device ordinal
@@ -61,7 +77,7 @@ FROM up GROUP BY anc_id;
 -- @column gpu_ns: their summed GPU durations, ns
 CREATE TABLE nvtx_op_time AS
 SELECT r.pid, r.device_id, t.name AS range_name, r.kind, r.name, sum(r.ops)::BIGINT AS ops, sum(r.gpu_ns)::BIGINT AS gpu_ns
-FROM range_op_sums r JOIN nvtx_tree t USING (range_id)
+FROM range_op_sums r JOIN nvtx_tree t ON t.range_id = r.op_range_id
 WHERE r.steady
 GROUP BY ALL;
 

@@ -97,6 +97,19 @@ SELECT p.global_tid, p.ts, p.open_after, CASE WHEN p.open_after > 0 THEN t.range
 FROM points p ASOF LEFT JOIN nvtx_tree t
   ON t.global_tid = p.global_tid AND t.depth = p.open_after - 1 AND t.start_seq <= p.last_seq;
 
+-- NVTX ranges are per thread, but a process's helper threads (autograd's backward thread, loader
+-- or serving threads) work for the step its main thread is in. Per process, its top-level
+-- push/pop ranges in start order, each with the thread of the one reaching furthest among those
+-- started so far: at time t, the last row started at or before t (one ASOF lookup) says whether
+-- any thread of the process is inside a range (cover_end > t) and which thread to ask
+-- nvtx_stack_points for its innermost one (21_nvtx.sql, 22_idle_gaps.sql). A running max, linear
+-- after the sort.
+CREATE TABLE nvtx_process_cover AS
+SELECT pid, start_ns, max(end_ns) OVER w AS cover_end, -- (ties: the lowest thread id, so that row order never decides)
+       arg_max(global_tid, struct_pack(e := end_ns, t := -global_tid)) OVER w AS cover_tid
+FROM nvtx_tree WHERE depth = 0
+WINDOW w AS (PARTITION BY pid ORDER BY start_ns, range_id ROWS UNBOUNDED PRECEDING);
+
 -- Pattern priority per distinct range name (names repeat: match each once).
 CREATE TABLE step_names AS
 SELECT n.name, min(sp.priority) AS priority
