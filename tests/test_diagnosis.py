@@ -31,7 +31,7 @@ CAUSE_RULES = {
     "sleep": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
     "host-compute": {"nvtx-ranges", "idle-gap-causes", "gpu-idle-gaps", "input-pipeline-stall"},
     "small-grid": {"small-grids"},
-    "recompile": {"compile-in-loop"},
+    "recompile": {"compile-in-loop", "unsteady-steps"},
     "unfused-optimizer": {"fusion-candidates"},
     # issue 33's families: a slow numeric format, steps that do not repeat, floods of a non-launch call
     "numeric-format": {"numeric-format", "fp32-gemm"}, "unsteady-steps": {"unsteady-steps"}, "call-flood": {"call-flood"},

@@ -95,7 +95,7 @@ button.on { border-color: var(--accent); background: #e6eefb; color: var(--accen
 .b-graph { --c: #4fae86; } .b-comm { --c: #2a8c8c; } .b-copies { --c: #4aa3c7; } .b-memsets { --c: #8cc7d9; }
 .b-gpu { --c: #5fb07a; }
 .b-launch { --c: #d1495b; } .b-sync { --c: #e09f1f; } .b-copy { --c: #1f78b4; } .b-alloc { --c: #7b4fa0; }
-.b-module { --c: #8c5a3c; } .b-api { --c: #98a1ad; } .b-host { --c: #6d7fa8; } .b-untraced { --c: #b9c0cb; }
+.b-module { --c: #8c5a3c; } .b-api { --c: #98a1ad; } .b-host { --c: #6d7fa8; } .b-untraced { --c: #b9c0cb; } .b-churn { --c: #b07aa1; }
 .b-os { --c: #c49a6c; } .b-dispatch { --c: #dcdcdc; } .b-noqueue { --c: #d8cfc0; } .b-procs { --c: #e894a8; }
 .b-idle { --c: #c8c8c8; }
 .budgetbar i.idle, .sw.idle { background-image: repeating-linear-gradient(135deg, rgba(255, 255, 255, .45) 0 3px,

@@ -27,7 +27,7 @@ SLICE_CLASS = {
     ("idle", "allocation"): "b-alloc", ("idle", "module loading"): "b-module", ("idle", "other CUDA calls"): "b-api",
     ("idle", "host code"): "b-host", ("idle", "untraced host code"): "b-untraced", ("idle", "OS wait"): "b-os",
     ("idle", "dispatch"): "b-dispatch", ("idle", "no GPU work queued"): "b-noqueue",
-    ("idle", "other processes"): "b-procs",
+    ("idle", "other processes"): "b-procs", ("idle", "step churn"): "b-churn",
 }
 VERDICT = {"gpu-bound": "the GPU sets the pace: speed up the kernels on it",
            "host-bound": "the host sets the pace: the GPU waits for it most of the steady state",

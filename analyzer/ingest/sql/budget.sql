@@ -103,6 +103,14 @@ SELECT device_id, pid, ts, next_ts, next_ts - ts,
 -- (mask 0: between the intervals swept)
 FROM masked WHERE next_ts > ts AND mask <> 0;
 
+-- In a churn step (step_churn: a step that does not repeat the usual one) the share of its
+-- idle time beyond the usual step is 'step churn', whatever the thread did (compiling, searching
+-- algorithms): the steps and their windows, found for each idle run by the step of its gap
+-- (idle_gaps.step, a hash join on a few rows, not a lookup per run).
+CREATE TEMP TABLE churn_windows AS
+SELECT pid, step, window_start_ns AS start_ns, window_end_ns AS end_ns, share FROM step_churn
+WHERE churn AND share > 0 AND window_end_ns > window_start_ns;
+
 -- Idle time by cause. A run under min_gap_ns is the GPU's own dispatch latency; a run with no
 -- gap (before the first or after the last operation of the window) is host time with no GPU
 -- work queued. In a gap that follows a blocking call, the time up to the length of the work
@@ -138,11 +146,15 @@ idle_runs AS (
 gaps AS (
   SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.end_ns - i.start_ns AS ns, g.duration_ns AS gap_ns,
          g.nvtx_range, g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns,
-         g.host_ns, g.after_blocking_api, g.next_kind, g.start_ns - p.end_ns AS prev_busy_ns
+         g.host_ns, g.after_blocking_api, g.next_kind, g.start_ns - p.end_ns AS prev_busy_ns,
+         -- the churn part of the run: the churn window's share of the run's time inside it
+         coalesce(c.share * greatest(least(i.end_ns, c.end_ns) - greatest(i.start_ns, c.start_ns), 0)
+                  / (i.end_ns - i.start_ns)::DOUBLE, 0.0) AS churn
   FROM idle_runs i
   LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns
   LEFT JOIN (SELECT device_id, pid, end_ns FROM idle_gaps) p
     ON p.device_id = i.device_id AND p.pid = i.pid AND p.end_ns = i.prev_run_end
+  LEFT JOIN churn_windows c ON c.pid = g.pid AND c.step = g.step
   WHERE i.end_ns > i.start_ns),
 -- (the settings as scalar subqueries: a join with their row was planned as a nested loop)
 with_settings AS (
@@ -155,7 +167,10 @@ waits AS (
          CASE WHEN gap_ns IS NULL OR ns < min_gap_ns THEN 0
               WHEN after_blocking_api IS NOT NULL THEN least(ns, coalesce(prev_busy_ns, 0)) ELSE 0 END AS waited_ns
   FROM with_settings),
-parts AS (SELECT *, (ns - waited_ns) / nullif(gap_ns, 0)::DOUBLE AS scale FROM waits),
+-- waited_ns and scale are what is not churn (1 - churn of the run)
+parts AS (
+  SELECT * REPLACE (waited_ns * (1 - churn) AS waited_ns),
+         (ns - waited_ns) * (1 - churn) / nullif(gap_ns, 0)::DOUBLE AS scale FROM waits),
 -- One list of (cause, place, part, scale) per run, unnested: not a union over the runs (each
 -- branch would scan them again), nor a LATERAL VALUES (planned as a join back on every column).
 -- A state's part of the gap is scaled to the run's time beyond the sync's share.
@@ -165,6 +180,7 @@ rows AS (
       WHEN dispatch THEN [{'cause': 'dispatch', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
       WHEN gap_ns IS NULL THEN [{'cause': 'no GPU work queued', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
       ELSE [
+        {'cause': 'step churn', 'place': nvtx_range, 'part': ns, 'scale': churn},
         {'cause': 'sync', 'place': nvtx_range, 'part': waited_ns, 'scale': 1.0::DOUBLE},
         {'cause': 'sync', 'place': nvtx_range, 'part': sync_ns, 'scale': scale},
         {'cause': 'copy', 'place': nvtx_range, 'part': copy_ns, 'scale': scale},
@@ -177,7 +193,7 @@ rows AS (
         {'cause': CASE WHEN short_gap THEN issue_cause WHEN nvtx_range IS NULL THEN 'untraced host code'
                        ELSE 'host code' END, 'place': nvtx_range, 'part': host_ns, 'scale': scale}] END) AS item
     FROM parts)
-  WHERE item.part > 0
+  WHERE item.part * item.scale > 0
 )
 SELECT device_id, pid, cause, place, sum(ns) AS ns FROM rows GROUP BY ALL;
 
@@ -221,7 +237,8 @@ SELECT * FROM gpu UNION ALL SELECT * FROM other UNION ALL SELECT * FROM idle;
 -- @column kind: gpu (busy) or idle
 -- @column cause: for gpu rows the class (budget_classes); for idle rows dispatch, no GPU work
 -- queued, sync, copy, launch, allocation, module loading, other CUDA calls, OS wait, host code,
--- untraced host code or other processes
+-- untraced host code, other processes or step churn (the idle time of steps that do not repeat
+-- the usual one beyond it: step_churn)
 -- @column place: NVTX range the idle time was spent in (idle_gaps.nvtx_range), NULL for gpu rows
 -- and where none
 -- @column ns: time, ns (integer; a (device, pid)'s rows sum to window_ns)
@@ -297,3 +314,4 @@ DROP TABLE budget_other_process;
 DROP TABLE budget_idle_causes;
 DROP TABLE budget_segments;
 DROP TABLE budget_windows;
+DROP TABLE churn_windows;

@@ -41,4 +41,5 @@ INSERT INTO budget_causes VALUES
   ('idle', 'untraced host code', NULL, 'untraced host code (outside NVTX ranges and traced calls)', NULL, NULL),
   ('idle', 'no GPU work queued', NULL, 'no GPU work queued', NULL, NULL),
   ('idle', 'other processes', NULL, 'other processes'' GPU work', NULL, NULL),
-  ('idle', 'dispatch', NULL, 'dispatch gaps between queued operations', NULL, NULL);
+  ('idle', 'dispatch', NULL, 'dispatch gaps between queued operations', NULL, NULL),
+  ('idle', 'step churn', NULL, 'steps that do not repeat (algorithm search, recompilation, warm-up)', NULL, NULL);

@@ -11,7 +11,7 @@
 -- operation.
 -- op_range_id: the same range, else (an operation launched by a helper thread in no range of
 -- its own, such as autograd's backward thread) the innermost range of the thread of the
--- process inside a range at the launch (nvtx_process_cover, 20_phases.sql): where the work comes
+-- process inside a range at the launch (nvtx_process_cover, phases.sql): where the work comes
 -- from in the program's words (nvtx_op_time). range_id alone is nsys's same-thread projection.
 -- The two lookups of that fallback run on the operations with no range of their own only.
 CREATE TABLE range_op_sums AS

@@ -29,12 +29,17 @@ INSERT INTO step_patterns VALUES
 -- (standard deviation over mean of the intervals between its occurrences).
 -- min_gap_ns (22_idle_gaps.sql): idle gaps shorter than this are the GPU's own dispatch latency
 -- between queued operations even in a healthy loop (about 1-3 us), so they get no cause.
+-- churn_slow_factor (step_times.sql): a step unlike the usual one is churn at this many times
+-- its period (noise and small variations stay under it). search_min_calls, search_factor: a
+-- step holds an algorithm search when it makes at least this many event/synchronize calls and
+-- this many times the usual step's (cuDNN's search and Triton's do_bench make several per
+-- candidate; a loop that times itself with a few events per step stays under it).
 -- sources: always
 -- @column name: setting name
 -- @column value: setting value (count, ns or ratio, as its name says)
 CREATE TABLE phase_settings(name VARCHAR, value DOUBLE);
 INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), ('max_period_cv', 0.5),
-  ('min_gap_ns', 5000);
+  ('min_gap_ns', 5000), ('churn_slow_factor', 1.5), ('search_min_calls', 16), ('search_factor', 4);
 
 -- The per-thread NVTX stack, by one sort of push/pop events (linear, no interval join).
 -- depth: 0 for a top-level push/pop range; parent_id: the enclosing range on the same thread.
@@ -102,7 +107,7 @@ FROM points p ASOF LEFT JOIN nvtx_tree t
 -- push/pop ranges in start order, each with the thread of the one reaching furthest among those
 -- started so far: at time t, the last row started at or before t (one ASOF lookup) says whether
 -- any thread of the process is inside a range (cover_end > t) and which thread to ask
--- nvtx_stack_points for its innermost one (21_nvtx.sql, 22_idle_gaps.sql). A running max, linear
+-- nvtx_stack_points for its innermost one (nvtx.sql, idle_gaps.sql). A running max, linear
 -- after the sort.
 CREATE TABLE nvtx_process_cover AS
 SELECT pid, start_ns, max(end_ns) OVER w AS cover_end, -- (ties: the lowest thread id, so that row order never decides)

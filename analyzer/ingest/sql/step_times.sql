@@ -1,5 +1,28 @@
 -- include: normalize, phases
 
+-- The GPU operations of each step (see step_times), one ASOF pass shared by step_times and
+-- step_profile: one row per (step, operation kind, name, launch shape), the grain both need.
+-- shape: a hash of a kernel's grid and block sizes (0 for other operations).
+CREATE TABLE step_ops AS
+WITH s AS (SELECT pid, step, start_ns FROM steps),
+clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
+ops AS (
+  SELECT k.pid, 'kernel'::label AS kind, k.name, hash(k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z) AS shape,
+         k.start_ns, k.end_ns, k.duration_ns, CASE WHEN c.gpu_clock THEN k.start_ns ELSE k.launch_start_ns END AS t
+  FROM kernels k JOIN clock c USING (pid)
+  UNION ALL
+  SELECT g.pid, g.kind, g.name, 0::UBIGINT, g.start_ns, g.end_ns, g.duration_ns,
+         CASE WHEN c.gpu_clock THEN g.start_ns ELSE g.launch_start_ns END
+  FROM (SELECT pid, 'memcpy'::label AS kind, kind::label AS name, start_ns, end_ns, duration_ns, launch_start_ns FROM memcpys
+        UNION ALL SELECT pid, 'memset'::label, '[memset]'::label, start_ns, end_ns, duration_ns, launch_start_ns FROM memsets
+        UNION ALL SELECT pid, 'graph'::label, '[CUDA graph]'::label, start_ns, end_ns, duration_ns, launch_start_ns
+        FROM graph_launches) g
+  JOIN clock c USING (pid))
+SELECT s.pid, s.step, o.kind, o.name, o.shape, count(*) AS n, sum(o.duration_ns::DOUBLE)::BIGINT AS ns,
+       min(o.start_ns) AS first_start_ns, max(o.end_ns) AS last_end_ns
+FROM ops o ASOF JOIN s ON o.pid = s.pid AND o.t >= s.start_ns
+GROUP BY ALL;
+
 -- One row per step on both timelines, the one definition that compare (compare/steps.py) and
 -- the budget's step time (40_budget.sql) share: its host start, the next step's, and the first
 -- GPU operation of the work launched in between (an ASOF join gives each operation the last
@@ -24,14 +47,158 @@ WITH s AS (
          lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns
   FROM steps),
 clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
-ops AS (
-  SELECT g.pid, g.start_ns, CASE WHEN c.gpu_clock THEN g.start_ns ELSE g.launch_start_ns END AS t
-  FROM gpu_activity g JOIN clock c USING (pid)),
-owned AS (
-  SELECT s.pid, s.step, min(o.start_ns) AS gpu_first_ns
-  FROM ops o ASOF JOIN s ON o.pid = s.pid AND o.t >= s.start_ns
-  GROUP BY ALL)
+owned AS (SELECT pid, step, min(first_start_ns) AS gpu_first_ns FROM step_ops GROUP BY ALL)
 SELECT s.pid, s.step, s.name, s.source, s.start_ns, s.next_start_ns, o.gpu_first_ns,
        max(o.gpu_first_ns) OVER (PARTITION BY s.pid ORDER BY s.step ROWS UNBOUNDED PRECEDING) AS gpu_start_ns,
        c.gpu_clock
 FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid);
+
+-- Steps that do not repeat. A training or serving loop repeats one step; where steps differ
+-- (other kernels, other shapes) and take longer, the trace says why: an algorithm search (storms
+-- of event and synchronize calls around trial kernels: cuDNN's benchmark mode meeting a new
+-- shape, Triton/Inductor autotuning), recompilation (module loads, compiler processes), warm-up
+-- still going on, or shapes that change. step_profile measures each step, step_churn says
+-- which steps are churn and how much of them; the budget (budget.sql) gives that share the
+-- cause 'step churn' and the rule unsteady-steps reports it.
+-- (the knobs: phase_settings, phases.sql)
+
+-- One row per step of a process: its span on the critical path, the kernels launched in it (by
+-- their launch call's start, on any thread of the process, as step_times), their set and shapes
+-- as signatures, and the calls that mark an algorithm search or a recompilation in it.
+-- sources: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column pid: OS process id
+-- @column step: step number (steps.step)
+-- @column start_ns: step start on the session clock (steps.start_ns), ns
+-- @column bound_ns: the step's start on the critical path: its host start, or the end of the GPU
+-- work of the steps before it where that is later (a GPU-bound loop, the host ahead), but never
+-- after its own first GPU operation, ns
+-- @column period_ns: the next step's bound_ns - bound_ns, ns; NULL for the last step
+-- @column timed: true for a step of the steady state (steady_state) with a period
+-- @column kernels: kernels launched in the step, count
+-- @column kernel_names: distinct kernel names among them, count
+-- @column new_kernel_names: of those, names the process runs here for the first time, count
+-- @column shapes: distinct (name, grid, block) among them, count
+-- @column kernel_ns: their summed GPU durations, ns
+-- @column kernel_set: a signature of the set of kernel names (equal sets, equal signatures)
+-- @column shape_set: a signature of the set of (name, grid, block)
+-- @column search_calls: event calls (record, synchronize, query, elapsed time) and
+-- device or stream synchronizations started in the step, count
+-- @column module_loads: cuModuleLoad*/cuLibraryLoad* calls started in the step, count
+-- @column spawns: processes started in the step (posix_spawn, fork, execve; 0 without OS tracing), count
+-- @column marks_start_ns: start of the first event call, module load or spawn of the step, ns; NULL without one
+-- @column marks_end_ns: end of the last of them, ns; NULL without one
+CREATE TABLE step_profile AS
+WITH st AS (SELECT pid, step, start_ns, gpu_first_ns FROM step_times),
+shaped AS (SELECT pid, step, name, shape, n, ns, last_end_ns FROM step_ops WHERE kind = 'kernel'),
+named AS (SELECT pid, step, name, sum(n) AS n, sum(ns) AS ns FROM shaped GROUP BY ALL),
+firsts AS (SELECT pid, name, min(step) AS first_step FROM named GROUP BY ALL),
+per_name AS (
+  SELECT n.pid, n.step, sum(n.n)::BIGINT AS kernels, count(*) AS kernel_names, sum(n.ns)::BIGINT AS kernel_ns,
+         count(*) FILTER (WHERE f.first_step = n.step) AS new_kernel_names, bit_xor(hash(n.name)) AS kernel_set
+  FROM named n JOIN firsts f USING (pid, name) GROUP BY ALL),
+per_shape AS (
+  SELECT pid, step, count(*) AS shapes, max(last_end_ns) AS last_end_ns, bit_xor(hash(name, shape)) AS shape_set
+  FROM shaped GROUP BY ALL),
+bounds AS (
+  SELECT s.pid, s.step, s.start_ns,
+         greatest(s.start_ns, least(coalesce(s.gpu_first_ns, s.start_ns), coalesce(
+           max(k.last_end_ns) OVER (PARTITION BY s.pid ORDER BY s.step ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+           s.start_ns))) AS bound_ns
+  FROM st s LEFT JOIN per_shape k USING (pid, step)),
+marks AS (
+  SELECT pid, start_ns, end_ns, (category = 'sync' OR api LIKE '%Event%') AND api NOT LIKE '%StreamWaitEvent%' AS search,
+         api LIKE '%Event%' AND api NOT LIKE '%StreamWaitEvent%' AS event,
+         regexp_matches(api, '^cu(da)?(Module|Library)Load') AS load, false AS spawn
+  FROM api_calls WHERE category IN ('event', 'sync', 'module')
+  UNION ALL
+  SELECT pid, start_ns, end_ns, false, false, false, true FROM osrt_calls
+  WHERE name IN ('posix_spawn', 'posix_spawnp', 'fork', 'vfork', 'execve')),
+per_marks AS (
+  SELECT s.pid, s.step, count(*) FILTER (WHERE m.search) AS search_calls, count(*) FILTER (WHERE m.load) AS module_loads,
+         count(*) FILTER (WHERE m.spawn) AS spawns,
+         min(m.start_ns) FILTER (WHERE m.event OR m.load OR m.spawn) AS marks_start_ns,
+         max(m.end_ns) FILTER (WHERE m.event OR m.load OR m.spawn) AS marks_end_ns
+  FROM marks m ASOF JOIN st s ON m.pid = s.pid AND m.start_ns >= s.start_ns
+  WHERE m.search OR m.load OR m.spawn GROUP BY ALL)
+SELECT b.pid, b.step, b.start_ns, b.bound_ns,
+       lead(b.bound_ns) OVER (PARTITION BY b.pid ORDER BY b.step) - b.bound_ns AS period_ns,
+       coalesce(b.step > 1 AND b.start_ns >= w.start_ns AND b.start_ns < w.end_ns
+                AND lead(b.bound_ns) OVER (PARTITION BY b.pid ORDER BY b.step) IS NOT NULL, false) AS timed,
+       coalesce(k.kernels, 0) AS kernels, coalesce(k.kernel_names, 0) AS kernel_names,
+       coalesce(k.new_kernel_names, 0) AS new_kernel_names, coalesce(p.shapes, 0) AS shapes,
+       coalesce(k.kernel_ns, 0) AS kernel_ns, coalesce(k.kernel_set, 0) AS kernel_set, coalesce(p.shape_set, 0) AS shape_set,
+       coalesce(m.search_calls, 0) AS search_calls, coalesce(m.module_loads, 0) AS module_loads,
+       coalesce(m.spawns, 0) AS spawns, m.marks_start_ns, m.marks_end_ns
+FROM bounds b LEFT JOIN steady_state w USING (pid) LEFT JOIN per_name k USING (pid, step)
+LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
+
+-- One row per timed step (step_profile.timed): whether it repeats the process's usual step, and
+-- if not, whether it is churn, why, and how much of it. The usual step is the most common shape
+-- set among the timed steps when two share one, else the most common kernel set (shapes that
+-- change every step); a step is alike when it has that set. A step that is not alike is churn
+-- when it takes churn_slow_factor times the alike steps' median period or more; where no two
+-- steps are alike, a step is churn when it holds an algorithm search or a recompilation. Its
+-- churn window is the time the budget gives to 'step churn': its period beyond the usual one
+-- (share of the period), or, with no usual step to compare, the span of its event calls, module
+-- loads and spawns (share 1).
+-- sources: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column pid: OS process id
+-- @column step: step number (steps.step)
+-- @column period_ns: the step's period (step_profile.period_ns), ns
+-- @column alike_by: shape or kernels: what the usual step is matched on; NULL when no two timed steps match
+-- @column alike: true when the step has the usual step's set
+-- @column same_kernels: true when it runs the usual step's kernel set (other shapes at most)
+-- @column usual_period_ns: median period of the alike steps, ns; NULL without
+-- @column usual_search_calls: median search_calls of the alike steps, count (0 without)
+-- @column search: true when search_calls is at least search_min_calls and search_factor times usual_search_calls
+-- @column churn: true for a churn step
+-- @column mechanism: for a churn step: recompilation (module loads or spawns), algorithm search
+-- (search), changing shapes (same kernels, other shapes) or different work; else NULL
+-- @column churn_ns: a churn step's period beyond usual_period_ns, ns; NULL when there is no usual step
+-- @column window_start_ns: start of the churn window (bound_ns, or marks_start_ns without a usual step), ns
+-- @column window_end_ns: end of the churn window, ns
+-- @column share: the part of the idle time in the window that is churn (churn_ns / period_ns, or 1)
+CREATE TABLE step_churn AS
+WITH p AS (SELECT * FROM step_profile WHERE timed),
+settings AS (
+  SELECT max(value) FILTER (WHERE name = 'churn_slow_factor') AS slow,
+         max(value) FILTER (WHERE name = 'search_min_calls') AS min_calls,
+         max(value) FILTER (WHERE name = 'search_factor') AS factor
+  FROM phase_settings),
+by_shape AS (
+  SELECT pid, arg_max(shape_set, struct_pack(n := n, f := -first)) AS shape_set, max(n) AS n FROM (
+    SELECT pid, shape_set, count(*) AS n, min(step) AS first FROM p GROUP BY ALL) GROUP BY pid),
+by_kernels AS (
+  SELECT pid, arg_max(kernel_set, struct_pack(n := n, f := -first)) AS kernel_set, max(n) AS n FROM (
+    SELECT pid, kernel_set, count(*) AS n, min(step) AS first FROM p GROUP BY ALL) GROUP BY pid),
+marked AS (
+  SELECT p.*, CASE WHEN s.n >= 2 THEN 'shape' WHEN k.n >= 2 THEN 'kernels' END AS alike_by,
+         CASE WHEN s.n >= 2 THEN p.shape_set = s.shape_set WHEN k.n >= 2 THEN p.kernel_set = k.kernel_set
+              ELSE false END AS alike,
+         p.kernel_set = k.kernel_set AND k.n >= 2 AS same_kernels
+  FROM p JOIN by_shape s USING (pid) JOIN by_kernels k USING (pid)),
+usual AS (
+  SELECT pid, median(period_ns) FILTER (WHERE alike) AS usual_period_ns,
+         coalesce(median(search_calls) FILTER (WHERE alike), 0) AS usual_search_calls
+  FROM marked GROUP BY pid),
+classed AS (
+  SELECT m.*, u.usual_period_ns, u.usual_search_calls,
+         m.search_calls >= st.min_calls AND m.search_calls >= st.factor * u.usual_search_calls AS search,
+         CASE WHEN u.usual_period_ns IS NULL
+              THEN (m.search_calls >= st.min_calls OR m.module_loads > 0 OR m.spawns > 0) AND m.marks_start_ns IS NOT NULL
+              ELSE NOT m.alike AND m.period_ns >= st.slow * u.usual_period_ns END AS churn
+  FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st)
+SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS same_kernels, usual_period_ns::BIGINT AS usual_period_ns,
+       usual_search_calls, search, churn,
+       CASE WHEN churn THEN CASE WHEN module_loads > 0 OR spawns > 0 THEN 'recompilation'
+                                 WHEN search THEN 'algorithm search'
+                                 WHEN same_kernels THEN 'changing shapes' ELSE 'different work' END END AS mechanism,
+       CASE WHEN churn THEN (period_ns - usual_period_ns)::BIGINT END AS churn_ns,
+       CASE WHEN usual_period_ns IS NULL THEN marks_start_ns ELSE bound_ns END AS window_start_ns,
+       CASE WHEN usual_period_ns IS NULL THEN marks_end_ns ELSE bound_ns + period_ns END AS window_end_ns,
+       CASE WHEN NOT churn THEN 0.0 WHEN usual_period_ns IS NULL THEN 1.0
+            ELSE (period_ns - usual_period_ns) / period_ns::DOUBLE END AS share
+FROM classed;
+
+-- Intermediates, dropped once used.
+DROP TABLE step_ops;
