@@ -1,4 +1,5 @@
--- One row per (process, call family) in the steady state: copies by direction and host memory,
+-- One row per (process, call family) in the steady state with enough calls to be a flood
+-- (min_calls, min_calls_per_step): copies by direction and host memory,
 -- memsets, each synchronization API and each event/stream query API. How often the calls come,
 -- how much GPU idle time they hold, what the GPU did while the host was in them, and how that
 -- compares with the launch overhead of the same process (the budget's launch slice), so that the
@@ -10,7 +11,7 @@ st AS (
 -- the device a process keeps busiest: calls with no GPU operation (syncs, queries) are measured
 -- against it
 dev AS (SELECT pid, first(device_id ORDER BY busy_ns DESC, device_id) AS device_id FROM steady_busy GROUP BY pid),
-calls AS (
+calls AS MATERIALIZED (
   SELECT a.pid, a.tid, a.global_pid, a.correlation_id, a.api, a.category, a.start_ns, a.end_ns, a.duration_ns
   FROM api_calls a JOIN ss USING (pid)
   WHERE a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns
@@ -45,50 +46,59 @@ classed AS (
               ELSE c.api::VARCHAR END AS call_key,
          c.category = 'sync' AND l.direction IS NOT NULL AS companion
   FROM calls c JOIN dev d USING (pid)
-  LEFT JOIN ops o ON c.category IN ('memcpy', 'memset') AND o.global_pid = c.global_pid AND o.correlation_id = c.correlation_id
-  LEFT JOIN last_copy l ON l.pid = c.pid AND l.tid = c.tid AND l.start_ns = c.start_ns AND c.category = 'sync'),
--- GPU busy time during each call (gpu_busy_cum: busy time before a moment, by ASOF): the rest
--- of the call the GPU idled. A call that lasts while the GPU works waits for it (a symptom).
-measured AS (
-  SELECT c.*,
-         coalesce(e.busy_before_ns + least(c.end_ns, e.end_ns) - e.start_ns, 0)
-           - coalesce(b.busy_before_ns + least(c.start_ns, b.end_ns) - b.start_ns, 0) AS busy_ns
-  FROM classed c
-  ASOF LEFT JOIN gpu_busy_cum b ON b.device_id = c.device_id AND b.pid = c.pid AND b.start_ns <= c.start_ns
-  ASOF LEFT JOIN gpu_busy_cum e ON e.device_id = c.device_id AND e.pid = c.pid AND e.start_ns <= c.end_ns),
--- after a call that blocked until the GPU caught up (blocking_calls), the GPU idles while the host
--- reacts: the idle time after the call returned, up to what it waited, is the call's (as the
--- budget counts it: without the wait the host would have been that far ahead)
-after AS (
-  SELECT c.pid, c.family, c.call_key, count(*) AS gaps_after,
-         sum(least(g.end_ns - greatest(g.blocking_end_ns, g.start_ns), g.blocking_wait_ns)) AS after_ns
-  FROM idle_gaps g JOIN classed c ON c.pid = g.pid AND c.tid = g.tid AND c.end_ns = g.blocking_end_ns
-  WHERE g.in_steady_state AND g.after_blocking_api IS NOT NULL AND g.device_id = c.device_id
-  GROUP BY ALL),
--- a short gap that ends with a copy or memset is the cost of issuing it (40_budget.sql): the host
--- time in it (beyond what the blocking call before it already holds) goes to that call's family
-issued AS (
-  SELECT g.pid, c.family, c.call_key, count(*) AS gaps_before,
-         -- (DuckDB's least and greatest skip NULLs: the CASE keeps a gap after no blocking call whole)
-         sum(greatest(g.host_ns + g.api_ns - CASE WHEN g.blocking_end_ns IS NOT NULL
-               THEN least(g.end_ns - greatest(g.blocking_end_ns, g.start_ns), g.blocking_wait_ns) ELSE 0 END, 0)) AS issue_ns
+  -- (equality keys only: a test on the call's category beside them made nested-loop joins; a
+  -- correlation id names one call, and last_copy holds sync calls alone)
+  LEFT JOIN ops o ON o.global_pid = c.global_pid AND o.correlation_id = c.correlation_id
+  LEFT JOIN last_copy l ON l.pid = c.pid AND l.tid = c.tid AND l.start_ns = c.start_ns),
+-- families with enough calls to be a flood
+flood_calls AS (
+  SELECT c.* FROM classed c
+  JOIN (SELECT c.pid, c.family, c.call_key FROM classed c LEFT JOIN st USING (pid) GROUP BY ALL
+        HAVING count(*) FILTER (WHERE NOT c.companion) >= $min_calls
+           AND coalesce(count(*) FILTER (WHERE NOT c.companion) / any_value(st.steps), $min_calls_per_step)
+               >= $min_calls_per_step) f
+    ON f.pid = c.pid AND f.family = c.family AND f.call_key = c.call_key),
+-- The steady-state GPU idle gaps a family holds, as the budget splits them (40_budget.sql), from
+-- the gap's own per-state times (idle_gaps, no lookup per call): a gap that follows one of the
+-- family's blocking calls (a copy that waited, its sync, a sync, a poll) holds the time the
+-- host spent in copy, memset, sync and poll calls inside it and the idle time after the call
+-- returned, up to what it waited; a short gap that ends with one of the family's copies or
+-- memsets holds those calls' time and the host time spent issuing it, beyond that.
+gaps AS (
+  SELECT g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.copy_ns + g.sync_ns AS call_ns,
+         g.host_ns + g.api_ns AS host_ns, g.blocking_end_ns,
+         CASE WHEN g.blocking_end_ns IS NOT NULL
+              THEN least(g.end_ns - greatest(g.blocking_end_ns, g.start_ns), g.blocking_wait_ns) END AS after_ns,
+         g.duration_ns < (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS short_gap
   FROM idle_gaps g
+  WHERE g.in_steady_state AND (g.after_blocking_api IS NOT NULL OR g.next_kind IN ('memcpy', 'memset'))),
+blocked_by AS (
+  SELECT g.*, c.family, c.call_key
+  FROM gaps g JOIN flood_calls c ON c.pid = g.pid AND c.tid = g.tid AND c.end_ns = g.blocking_end_ns
+  WHERE g.device_id = c.device_id),
+issued_by AS (
+  SELECT g.*, c.family, c.call_key
+  FROM gaps g
   JOIN (SELECT device_id, pid, start_ns, global_pid, correlation_id FROM memcpys
         UNION ALL SELECT device_id, pid, start_ns, global_pid, correlation_id FROM memsets) op
     ON op.device_id = g.device_id AND op.pid = g.pid AND op.start_ns = g.end_ns
-  JOIN classed c ON c.global_pid = op.global_pid AND c.correlation_id = op.correlation_id
-  WHERE g.in_steady_state AND g.next_kind IN ('memcpy', 'memset')
-    AND g.duration_ns < (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns')
+  JOIN flood_calls c ON c.global_pid = op.global_pid AND c.correlation_id = op.correlation_id),
+held_parts AS (
+  SELECT pid, family, call_key, count(*) AS gaps_after, sum(call_ns) AS idle_in_calls_ns, sum(after_ns) AS after_ns,
+         0 AS issue_ns
+  FROM blocked_by GROUP BY ALL
+  UNION ALL
+  -- (the calls' time in a gap after a blocking call is that call's family's already)
+  SELECT i.pid, i.family, i.call_key, 0, sum(CASE WHEN b.pid IS NULL THEN i.call_ns ELSE 0 END), 0,
+         sum(CASE WHEN i.short_gap THEN greatest(i.host_ns - coalesce(i.after_ns, 0), 0) ELSE 0 END)
+  FROM issued_by i LEFT JOIN blocked_by b ON b.pid = i.pid AND b.device_id = i.device_id AND b.end_ns = i.end_ns
   GROUP BY ALL),
 per_family AS (
   SELECT pid, family, call_key, any_value(device_id) AS device_id, count(*) FILTER (WHERE NOT companion) AS calls,
          mode(api) FILTER (WHERE NOT companion)::VARCHAR AS api, count(*) FILTER (WHERE companion) AS companion_syncs,
          sum(duration_ns) AS host_ns, median(duration_ns) FILTER (WHERE NOT companion) AS median_call_ns,
-         sum(greatest(duration_ns - busy_ns, 0)) AS idle_in_calls_ns, sum(least(busy_ns, duration_ns)) AS busy_in_calls_ns,
          median(bytes) AS median_bytes, sum(bytes) AS bytes, count(*) FILTER (WHERE waited) AS waited_copies
-  FROM measured GROUP BY pid, family, call_key
-  -- (syncs counted with the copies they follow, where the copies themselves were not traced)
-  HAVING count(*) FILTER (WHERE NOT companion) > 0),
+  FROM flood_calls GROUP BY pid, family, call_key),
 -- the budget's host causes of each (device, process): launch overhead is what a launch flood holds
 causes AS (
   SELECT device_id, pid, coalesce(sum(ns) FILTER (WHERE cause = 'launch'), 0) AS launch_idle_ns,
@@ -96,10 +106,14 @@ causes AS (
          coalesce(sum(ns) FILTER (WHERE cause = 'sync'), 0) AS sync_idle_ns
   FROM budget WHERE kind = 'idle' GROUP BY ALL),
 held AS (
-  SELECT f.*, coalesce(a.gaps_after, 0) AS gaps_after, coalesce(a.after_ns, 0) AS after_ns,
-         coalesce(i.issue_ns, 0) AS issue_ns,
-         f.idle_in_calls_ns + coalesce(a.after_ns, 0) + coalesce(i.issue_ns, 0) AS held_ns
-  FROM per_family f LEFT JOIN after a USING (pid, family, call_key) LEFT JOIN issued i USING (pid, family, call_key)),
+  SELECT f.*, coalesce(h.gaps_after, 0) AS gaps_after, coalesce(h.idle_in_calls_ns, 0) AS idle_in_calls_ns,
+         greatest(f.host_ns - coalesce(h.idle_in_calls_ns, 0), 0) AS busy_in_calls_ns,
+         coalesce(h.after_ns, 0) AS after_ns, coalesce(h.issue_ns, 0) AS issue_ns,
+         coalesce(h.idle_in_calls_ns, 0) + coalesce(h.after_ns, 0) + coalesce(h.issue_ns, 0) AS held_ns
+  FROM per_family f
+  LEFT JOIN (SELECT pid, family, call_key, sum(gaps_after) AS gaps_after, sum(idle_in_calls_ns) AS idle_in_calls_ns,
+                    sum(after_ns) AS after_ns, sum(issue_ns) AS issue_ns FROM held_parts GROUP BY ALL) h
+    USING (pid, family, call_key)),
 ranked AS (
   SELECT h.*, row_number() OVER (PARTITION BY h.pid ORDER BY h.held_ns DESC, h.family, h.call_key) AS family_rank
   FROM held h)

@@ -3,9 +3,16 @@
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
 base AS (SELECT device_id, pid FROM steady_busy),
 -- (with, for a trace without NVTX, the launching thread and API that issue most kernels)
+-- A launch that waits for room in the GPU's launch queue lasts long (over $blocked_launch_ns) and
+-- returns with its kernel still queued behind other work for at least as long as it waited: the
+-- GPU was busy all along. Its time is the GPU's pace seen from the host, not launch overhead.
 k AS (
   SELECT k.device_id, k.pid, count(*) AS kernels, median(k.duration_ns) AS median_kernel_ns,
          sum(k.duration_ns) AS kernel_ns,
+         count(*) FILTER (WHERE k.launch_end_ns - k.launch_start_ns > $blocked_launch_ns
+                           AND k.start_ns - k.launch_end_ns >= k.launch_end_ns - k.launch_start_ns) AS blocked_launches,
+         sum(k.launch_end_ns - k.launch_start_ns) FILTER (WHERE k.launch_end_ns - k.launch_start_ns > $blocked_launch_ns
+                           AND k.start_ns - k.launch_end_ns >= k.launch_end_ns - k.launch_start_ns) AS blocked_launch_ns,
          mode(k.launch_tid) AS launch_tid, mode(k.launch_api)::VARCHAR AS top_launch_api
   FROM kernels k JOIN ss USING (pid) WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
   GROUP BY k.device_id, k.pid),
@@ -14,21 +21,6 @@ api AS (
          median(a.duration_ns) AS median_launch_ns, count(*) FILTER (WHERE a.api ILIKE '%graphlaunch%') AS graph_launches
   FROM api_calls a JOIN ss USING (pid)
   WHERE a.category = 'launch' AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns GROUP BY a.pid),
--- launch calls that wait for room in the GPU's launch queue: long ones (over $blocked_launch_ns)
--- during which the GPU was busy at least 90 % of the time (gpu_busy_cum: busy time before a
--- moment, by ASOF). Their time is the GPU's pace seen from the host, not launch overhead.
-long_launches AS (
-  SELECT a.pid, a.start_ns, a.end_ns, a.duration_ns, k.device_id
-  FROM api_calls a JOIN ss USING (pid) JOIN (SELECT DISTINCT device_id, pid FROM steady_busy) k USING (pid)
-  WHERE a.category = 'launch' AND a.duration_ns > $blocked_launch_ns AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns),
-blocked AS (
-  SELECT l.device_id, l.pid, count(*) AS blocked_launches, sum(l.duration_ns) AS blocked_launch_ns FROM (
-    SELECT l.*, coalesce(e.busy_before_ns + least(l.end_ns, e.end_ns) - e.start_ns, 0)
-                  - coalesce(b.busy_before_ns + least(l.start_ns, b.end_ns) - b.start_ns, 0) AS busy_ns
-    FROM long_launches l
-    ASOF LEFT JOIN gpu_busy_cum b ON b.device_id = l.device_id AND b.pid = l.pid AND b.start_ns <= l.start_ns
-    ASOF LEFT JOIN gpu_busy_cum e ON e.device_id = l.device_id AND e.pid = l.pid AND e.start_ns <= l.end_ns) l
-  WHERE l.busy_ns >= 0.9 * l.duration_ns GROUP BY ALL),
 -- host calls that block until the GPU catches up (syncs, .item()-style copies): a CUDA graph
 -- cannot capture them
 blocking AS (
@@ -57,10 +49,10 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        ss.window_ns - coalesce(b.busy_ns, 0) AS idle_ns,
        round(100.0 * (ss.window_ns - coalesce(b.busy_ns, 0)) / nullif(ss.window_ns, 0), 2) AS idle_pct,
        coalesce(a.launch_calls, 0) AS launch_calls, coalesce(a.launch_api_ns, 0) AS launch_api_ns,
-       coalesce(bk.blocked_launches, 0) AS blocked_launches, coalesce(bk.blocked_launch_ns, 0) AS blocked_launch_ns,
-       coalesce(a.launch_api_ns, 0) - coalesce(bk.blocked_launch_ns, 0) AS free_launch_ns,
-       CASE WHEN bk.blocked_launch_ns >= 0.05 * a.launch_api_ns
-            THEN ' (' || format('{:,}', bk.blocked_launches) || ' of them waited for room in a full launch queue '
+       coalesce(k.blocked_launches, 0) AS blocked_launches, coalesce(k.blocked_launch_ns, 0) AS blocked_launch_ns,
+       coalesce(a.launch_api_ns, 0) - coalesce(k.blocked_launch_ns, 0) AS free_launch_ns,
+       CASE WHEN k.blocked_launch_ns >= 0.05 * a.launch_api_ns
+            THEN ' (' || format('{:,}', k.blocked_launches) || ' of them waited for room in a full launch queue '
                  || 'while the GPU was busy: not counted as overhead)' ELSE '' END AS blocked_text,
        a.median_launch_ns, coalesce(a.graph_launches, 0) AS graph_launches,
        round(coalesce(a.launch_api_ns, 0) / nullif(k.kernel_ns, 0), 3) AS api_to_kernel_ratio,
@@ -78,5 +70,5 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
                  || ', outside any NVTX range' END AS where_text
 FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
-LEFT JOIN blocking bl USING (pid) LEFT JOIN blocked bk USING (device_id, pid) LEFT JOIN call_idle ci USING (device_id, pid)
+LEFT JOIN blocking bl USING (pid) LEFT JOIN call_idle ci USING (device_id, pid)
 ORDER BY idle_ns DESC, x.device_id, x.pid
