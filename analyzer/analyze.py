@@ -8,11 +8,12 @@ from typing import Any
 
 from nsys_diagnose import __version__
 from nsys_diagnose.analyses import budget as step_budget
+from nsys_diagnose.analyses import coverage as capture_coverage
 from nsys_diagnose.analyses import timeline as timeline_bins
 from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule
+from nsys_diagnose.engine.model import SEVERITY_RANK, Coverage, Finding, InputInfo, Report, Rule, RuleResult
 from nsys_diagnose.engine.runner import rule_timeout_s, run_rules
 from nsys_diagnose.errors import DiagnoseError
 from nsys_diagnose.ingest import progress, sql_library
@@ -51,14 +52,18 @@ def rank(findings: list[Finding]) -> list[Finding]:
                                            -(f.recoverable_ns if f.recoverable_ns is not None else f.impact_ns or 0)))
 
 
-def headline(report_findings: list[Finding], metrics, has_gpu: bool, has_api: bool, lead=None) -> str:
-    if not has_gpu:
-        return ("No CUDA activity was captured: the export has no kernels, memory copies or memsets"
-                + (" (CUDA API calls were traced, but none ran work on a GPU)." if has_api else "."))
+def headline(report_findings: list[Finding], metrics, coverage: Coverage, lead=None) -> str:
+    """The report's first line. "No bottleneck found" only where the rules could look: a capture
+    with nothing to diagnose says what is missing; one looked at in part says that first."""
+    if coverage.status == "could-not-look":
+        return " ".join(g.message for g in coverage.gaps)
     busy = (f"the GPU is busy {pct(lead.busy_pct)} of the steady state" if lead is not None
             else f"the GPU is busy {pct(metrics.gpu_utilization_pct)} of the trace window")
     if report_findings and report_findings[0].severity != "info":
         return report_findings[0].message
+    if coverage.status == "partial":
+        gaps = " ".join(g.message for g in coverage.gaps)
+        return f"Looked in part: {gaps} In what was captured no rule raised a warning ({busy})."
     if report_findings:  # only notes: say so first, so a healthy run does not read as a problem
         return f"No bottleneck found: no rule raised a warning ({busy}). Most notable: {report_findings[0].message}"
     return f"No bottleneck found: {busy} and no rule fired."
@@ -70,6 +75,18 @@ def check_environment() -> None:
     memory_limit()
     thread_config()
     rule_timeout_s()
+
+
+WITHHELD = ("withheld: no GPU activity was captured, so its findings would speak of GPU time the capture "
+            "did not record")
+
+
+def withhold(results: list[RuleResult]) -> list[RuleResult]:
+    """A capture without GPU activity: the rules ran, but a finding about GPU idle time, busy share
+    or kernels would describe what was not recorded (a DataLoader fix for a GPU that "idles 99 %"
+    because its kernels were lost). Their findings are dropped and the rule says why; the rows stay."""
+    return [r.model_copy(update={"status": "skipped", "reason": WITHHELD, "findings": []}) if r.findings else r
+            for r in results]
 
 
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
@@ -109,18 +126,21 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     progress.stage("metrics and the step budget")
     metrics = compute(con)
     budget, steady = step_budget.compute(con)
+    has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
+        con.execute("SELECT count(*) FROM graph_launches").fetchone()[0])
+    coverage = capture_coverage.compute(con, metrics, steady, has_gpu)
+    if not has_gpu:
+        results = withhold(results)
     findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady))
     lead = step_budget.primary(steady)
     origin = export_info(con)
     given = trace.report or trace.path  # a .nsys-rep is reported as given, not as its export
-    has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
-        con.execute("SELECT count(*) FROM graph_launches").fetchone()[0])
     return Report(
         tool={"name": "nsys-diagnose", "version": __version__},
         input=InputInfo(path=str(given), size_bytes=given.stat().st_size, reader=trace.reader,
                         from_cache=trace.from_cache, **origin,
                         sqlite_path=str(trace.path) if trace.report and trace.path.exists() else None),
-        headline=headline(findings, metrics, has_gpu, metrics.api_count > 0, lead),
+        headline=headline(findings, metrics, coverage, lead), coverage=coverage,
         metrics=metrics, findings=findings, rules=results, budget=budget, steady=steady,
         steady_utilization_pct=lead.busy_pct if lead else None, step_median_ns=lead.step_median_ns if lead else None,
         timeline=timeline_bins.compute(con, focus=(lead.start_ns, lead.end_ns) if lead else None) if timeline else None)

@@ -397,7 +397,7 @@ def test_json_contract(synth, tmp_path, capsys):
     assert doc["verdict"] in VERDICTS and doc["verdict"] == "regressed"
     assert {"schema_version", "summary", "effect", "preflight", "metrics", "kernels", "apis", "nvtx",
             "findings", "processes"} <= set(doc)
-    assert doc["schema_version"] == 3
+    assert doc["schema_version"] == 4
     effect_keys = {"metric", "timeline", "before_mean_ns", "after_mean_ns", "change_pct", "ci_low_pct", "ci_high_pct",
                    "throughput_ratio", "before_median_ns", "after_median_ns", "median_change_pct", "p_value",
                    "before_distribution", "after_distribution"}
@@ -516,3 +516,29 @@ def test_step_distribution_and_heavy_tail_note():
     assert describe([10.0, 11.0, 12.0, 30.0]).note.startswith("1 of 4 steps take 48 % of the time")
     assert describe([10.0] * 17 + [25.0]).note is None  # one slow step, 12 % of the time: no note
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5 and quantile([7.0], 0.9) == 7.0
+
+
+# ---- a wide interval is inconclusive, never no-change --------------------------------------------
+
+BURSTY_BEFORE = [20, 150, 150, 20, 30, 150, 400, 150, 20, 150, 20, 400, 30, 150]  # ms: loader waits at random
+BURSTY_AFTER = [361.4, 15.0, 127.1, 24.5, 82.0, 128.2, 23.4, 13.0, 79.8, 18.0, 109.2, 334.9, 136.2, 16.7]
+
+
+def _series(ms: list[float]):
+    from nsys_diagnose.compare.steps import StepSeries
+    ns = [int(x * 1e6) for x in ms]
+    return StepSeries(pid=1, name="train_step", source="nvtx", total_steps=len(ns) + 2, periods_ns=ns,
+                      host_periods_ns=ns)
+
+
+def test_wide_interval_around_a_large_effect_is_inconclusive():
+    from nsys_diagnose.compare.verdict import Settings, compare_steps, overall
+    before, after = _series(BURSTY_BEFORE), _series(BURSTY_AFTER)
+    p = compare_steps(before, after, Settings())
+    assert p.change_pct < -15 and p.ci_low_pct < -5 < 0 < p.ci_high_pct  # a large effect, a wide interval
+    assert p.verdict == "inconclusive" and f"{p.change_pct:+.1f} %" in p.reason and "too wide" in p.reason
+    # the same steps where only a change over 50 % counts as large
+    assert compare_steps(before, after, Settings(large_effect_pct=50)).verdict == "no-change"
+    # a process that could not be judged outweighs one that did not change
+    same = compare_steps(before, before, Settings())
+    assert same.verdict == "no-change" and overall([same, p])[0] == "inconclusive"

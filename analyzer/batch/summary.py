@@ -2,7 +2,8 @@
 datasets for queries (DuckDB: `SELECT * FROM 'out/reports.parquet'`; polars: pl.read_parquet):
 
 - reports.parquet: one row per input (analyzed, failed or skipped): status, error, every
-  scalar of the report's `metrics` block, the leading steady state (bound, steady_utilization_pct,
+  scalar of the report's `metrics` block, its coverage (complete, partial or could-not-look, and
+  the gaps' ids: docs/coverage.md), the leading steady state (bound, steady_utilization_pct,
   steady_step_median_ns, its pid and device), devices and processes as lists of structs, the top
   finding (severity, recoverable time, pid, device) and top kernel, the rule statuses, and the
   rank-of-a-job columns;
@@ -52,7 +53,8 @@ TAIL = {"device_count": I64, "process_count": I64, "devices": pa.list_(DEVICE), 
         "job": STR, "straggler": BOOL, "straggler_reason": STR}
 # the leading steady state (the (device, process) with the most GPU work) and the top finding's
 # place: columns of their own, not only inside the JSON
-STEADY = {"bound": STR, "steady_utilization_pct": F64, "steady_step_median_ns": I64, "steady_steps": I64,
+STEADY = {"coverage": STR, "coverage_gaps": pa.list_(STR),
+          "bound": STR, "steady_utilization_pct": F64, "steady_step_median_ns": I64, "steady_steps": I64,
           "steady_window_ns": I64, "steady_pid": I64, "steady_device_id": I64,
           "top_finding_recoverable_ns": I64, "top_finding_pid": I64, "top_finding_device_id": I64}
 FINDING_TYPES = {"name": STR, "path": STR, "finding_rank": I64, "rule_id": STR, "severity": STR,
@@ -109,6 +111,9 @@ def record(out: Outcome, json_file: str | None, report_file: str | None) -> dict
     m, inp, facts = doc["metrics"], doc["input"], out.facts
     rec.update({k: inp.get(k) for k in ("nsys_version", "export_schema_version", "size_bytes", "reader")})
     rec["headline"] = doc.get("headline")
+    coverage = doc.get("coverage") or {}
+    rec["coverage"] = coverage.get("status")
+    rec["coverage_gaps"] = [g.get("id") for g in coverage.get("gaps") or []]
     rec.update({k: v for k, v in m.items() if not isinstance(v, (list, dict))})
     findings = doc.get("findings", [])
     top = findings[0] if findings else {}
@@ -227,10 +232,10 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
                   "| recoverable | pid · GPU | top kernel |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in ranked(records):
         if r["status"] == "ok":
-            finding = r["top_finding_message"] or r["headline"]
+            finding = html_index.finding_text(r)
             kernel = r.get("_top_kernel_short") or r["top_kernel"]
             kernel = f"{_cell(kernel, 60)} ({pct(r['top_kernel_share_pct'])})" if kernel else ""
-            lines.append(f"| {_link(r)} | ok | {r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
+            lines.append(f"| {_link(r)} | {_cell(html_index.status_text(r))} | {r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
                          f"| {r['top_finding_severity'] or ''} | {_cell(finding)} | {html_index.stake_text(r)} | {html_index.place_text(r, '')} "
                          f"| {kernel} |")
         else:

@@ -35,13 +35,16 @@ from nsys_diagnose.output import output_file, write_atomic
               show_default=True, help="Level of the bootstrap interval.")
 @click.option("--min-steps", type=click.IntRange(min=2), default=5, show_default=True,
               help="Fewest timed steps per run for a verdict (fewer: inconclusive).")
+@click.option("--large-effect", "large_effect", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              metavar="PCT", help="A change of the mean step time this large whose interval holds 0 is "
+                                  "inconclusive, not no-change, in %.")
 @click.option("--assume-comparable", is_flag=True,
               help="Compare even when the preflight says the runs are not comparable.")
 @rule_options
 @input_options
 def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fail_pct: float | None,
                     fail_on_inconclusive: bool, min_effect: float, alpha: float, confidence: float,
-                    min_steps: int, assume_comparable: bool, rule_dirs, sets, no_cache: bool,
+                    min_steps: int, large_effect: float, assume_comparable: bool, rule_dirs, sets, no_cache: bool,
                     cache_dir: Path | None, reader: str) -> None:
     """Compare two exports of one program, BEFORE and AFTER a change: improved, regressed,
     no-change, not-comparable or inconclusive, with the effect size, its uncertainty and what
@@ -53,7 +56,7 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
     rules = load_rules(rule_dirs)
     overrides = parse_overrides(sets, rules)
     settings = Settings(min_effect_pct=min_effect, alpha=alpha, confidence=confidence, min_steps=min_steps,
-                        assume_comparable=assume_comparable)
+                        assume_comparable=assume_comparable, large_effect_pct=large_effect)
     result = compare(before, after, settings=settings, rules=rules, overrides=overrides,
                      use_cache=not no_cache, cache_dir=cache_dir, reader=reader)
     text = FORMATS[fmt](result, fail_pct)

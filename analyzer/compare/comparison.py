@@ -30,6 +30,8 @@ class RunInfo:
     path: str
     nsys_version: str | None
     headline: str
+    coverage: str              # the report's coverage: complete, partial or could-not-look
+    gaps: list[str]            # what the report could not look at (its coverage's gaps)
     step_processes: int        # processes whose steps were found
     steps: list[dict] = field(default_factory=list)
 
@@ -121,6 +123,7 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
     timed = [[x for x in s if x.timed] for s in series]
     # different programs: their steps, kernels and findings have nothing to say about each other
     pairs = [] if blocked else [compare_steps(a, b, settings) for a, b in steps.match(*timed)]
+    _unseen(pairs, ra, rb)
     if len(timed[0]) != len(timed[1]) and pairs:
         notes.append(f"steps found in {len(timed[0])} process(es) before and {len(timed[1])} after: "
                      f"only {len(pairs)} matched pair(s) are compared")
@@ -162,6 +165,21 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         notes=notes)
 
 
+def _unseen(pairs: list[StepComparison], ra: Report, rb: Report) -> None:
+    """A side the rules could not fully look at (its report's coverage: no GPU activity, a capture
+    cut before its steady state, timestamps that run backwards, too few steps) cannot show that
+    nothing changed: a no-change becomes inconclusive, saying what is missing."""
+    blind = [f"{side} was looked at {'in part' if r.coverage.status == 'partial' else 'not at all'} "
+             f"({'; '.join(g.message.rstrip('.') for g in r.coverage.gaps)})"
+             for side, r in (("BEFORE", ra), ("AFTER", rb)) if r.coverage.status != "complete"]
+    if not blind:
+        return
+    for p in pairs:
+        if p.verdict == "no-change":
+            p.verdict = "inconclusive"
+            p.reason = f"no change is seen, but {' and '.join(blind)}, so none can be ruled out"
+
+
 HOST_AHEAD = 0.25  # host step starts this much shorter than the GPU's period: the host runs ahead
 
 
@@ -184,6 +202,7 @@ def _timeline_notes(timed: list[list[steps.StepSeries]]) -> list[str]:
 def _run_info(path: Path, report: Report, series: list[steps.StepSeries]) -> RunInfo:
     timed = [s for s in series if s.timed]
     return RunInfo(path=str(path), nsys_version=report.input.nsys_version, headline=report.headline,
+                   coverage=report.coverage.status, gaps=[g.message for g in report.coverage.gaps],
                    step_processes=len(timed),
                    steps=[{"pid": s.pid, "name": s.name, "source": s.source, "steps": s.total_steps,
                            "timed": s.timed, "first_timed_step": s.first_step, "timeline": s.timeline}

@@ -1,4 +1,4 @@
-"""The compare JSON (`compare --format json`, schema_version 3) as pydantic models: the published
+"""The compare JSON (`compare --format json`, schema_version 4) as pydantic models: the published
 contract. render.to_dict() builds the document; a test validates real documents against these
 models and the JSON Schema generated from them (analyzer/schemas/compare.schema.json), so the
 two cannot drift apart. Times are ns, shares and changes %."""
@@ -80,6 +80,9 @@ class Run(Closed):
     path: str
     nsys_version: str | None
     headline: str
+    coverage: Literal["complete", "partial", "could-not-look"] = Field(
+        description="the report's coverage: whether its rules could look (docs/coverage.md)")
+    gaps: list[str] = Field(description="what its rules could not look at")
     step_processes: int = Field(description="processes whose steps were found")
     steps: list[StepsFound]
 
@@ -105,6 +108,8 @@ class Settings(Closed):
     resamples: int
     min_steps: int
     assume_comparable: bool
+    large_effect_pct: float = Field(description="a change of the mean this large whose interval holds 0 is "
+                                                "inconclusive, not no-change, %")
 
 
 class MetricChange(Closed):
@@ -183,7 +188,7 @@ class Findings(Closed):
 class Comparison(Closed):
     """`nsys-diagnose compare BEFORE AFTER --format json`."""
 
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     kind: Literal["comparison"]
     tool: dict[str, str]
     verdict: Verdict

@@ -16,7 +16,9 @@ from nsys_diagnose.text import inline
 from nsys_diagnose.units import duration, pct
 
 # 2: the effect is the mean step period (effect.metric), with the median and the step distribution beside it
-SCHEMA_VERSION = 3
+# 4: a change of at least settings.large_effect_pct inside an interval that holds 0, or a pair whose
+#    rules could not fully look (before/after.coverage), is inconclusive, not no-change
+SCHEMA_VERSION = 4
 ITEM_LISTS = {"kernels": ("kernel", "graph"), "transfers": ("transfer",), "apis": ("api",), "nvtx": ("nvtx",)}
 JSON_ITEM_LIMIT = 500
 
@@ -156,7 +158,10 @@ def render_markdown(c: Comparison, fail_pct: float | None = None) -> str:
               f"| export | `{_cell(Path(c.before.path).name)}` | `{_cell(Path(c.after.path).name)}` |",
               f"| nsys | {_cell(c.before.nsys_version or 'n/a')} | {_cell(c.after.nsys_version or 'n/a')} |",
               f"| steps | {_steps_text(c.before.steps)} | {_steps_text(c.after.steps)} |",
-              f"| diagnosis | {_cell(c.before.headline)} | {_cell(c.after.headline)} |", ""]
+              f"| diagnosis | {_cell(c.before.headline)} | {_cell(c.after.headline)} |"]
+    if c.before.coverage != "complete" or c.after.coverage != "complete":
+        lines.append(f"| coverage | {c.before.coverage} | {c.after.coverage} |")
+    lines.append("")
     if fail_pct is not None:
         gate = "FAILED" if c.regression_beyond(fail_pct) else "passed"
         lines += [f"Regression gate (`--fail-on-regression {fail_pct:g}`): **{gate}**.", ""]

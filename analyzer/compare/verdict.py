@@ -5,8 +5,11 @@ throughput (steps per second): what a user means by "training got 20 % faster". 
 called only when it is outside the noise *and* large enough to matter:
 - the block-bootstrap interval of the mean period's relative change excludes 0, and
 - the mean period moved by at least `min_effect_pct`.
-Otherwise the verdict is no-change; the interval says how large a change could still hide in
-the noise. With fewer than `min_steps` timed steps on either side it is inconclusive: a
+Where the interval holds 0 the verdict is no-change only for a small effect: a mean that moved
+by `large_effect_pct` or more inside an interval that holds 0 (-20 %, interval -55 % to +26 %:
+bursty loader waits over a few steps) is inconclusive, with the effect and its interval, never
+no-change. (Not a margin on the interval itself: a run against itself, effect 0, has an interval
+of a few % where every few steps sync, and is no-change.) With fewer than `min_steps` timed steps on either side it is inconclusive too: a
 handful of steps cannot tell a change from step-to-step jitter.
 
 The median step and the Mann-Whitney rank test are reported beside it, never decisive: when
@@ -35,6 +38,7 @@ class Settings:
     resamples: int = 2000
     min_steps: int = 5
     assume_comparable: bool = False
+    large_effect_pct: float = 5.0
 
 
 @dataclass
@@ -105,6 +109,11 @@ def compare_steps(a: StepSeries, b: StepSeries, s: Settings) -> StepComparison:
     elif ci.excludes_zero():
         verdict, reason = "no-change", (f"the change is outside the noise but smaller than {s.min_effect_pct:g} % "
                                         "(--min-effect)")
+    elif abs(change) >= s.large_effect_pct:
+        verdict, reason = "inconclusive", (
+            f"the interval is too wide to tell: the mean moved {change:+.1f} % (at least {s.large_effect_pct:g} %, "
+            f"--large-effect), but anything from {ci.low * 100:+.1f} % to {ci.high * 100:+.1f} % fits the "
+            "step-to-step noise; more steps (a longer capture) narrow it")
     else:
         verdict, reason = "no-change", "no change outside the step-to-step noise"
     return StepComparison(**base, ci_low_pct=ci.low * 100, ci_high_pct=ci.high * 100, p_value=rank.p_value,
@@ -114,8 +123,9 @@ def compare_steps(a: StepSeries, b: StepSeries, s: Settings) -> StepComparison:
 
 def overall(pairs: list[StepComparison]) -> tuple[str, StepComparison | None]:
     """One verdict for the run: a regression in any process wins (a CI gate must see it),
-    then an improvement, then no-change; inconclusive when no process could be judged."""
-    for wanted in ("regressed", "improved", "no-change"):
+    then an improvement; then inconclusive where any process could not be judged (no-change
+    only when every process rules a change out); inconclusive when no process could be judged."""
+    for wanted in ("regressed", "improved", "inconclusive", "no-change"):
         hits = [p for p in pairs if p.verdict == wanted]
         if hits:
             return wanted, max(hits, key=lambda p: abs(p.change_pct))

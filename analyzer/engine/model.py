@@ -261,8 +261,27 @@ class SteadyState(BaseModel):
     summary: str                        # the budget in one line
 
 
+class Gap(BaseModel):
+    """Something the rules could not look at (analyses/coverage.py): what, and how to capture it."""
+    id: Literal["no-gpu-activity", "startup-only", "timestamps-backwards", "too-few-steps"]
+    pid: int | None = None              # the process it concerns; None: the whole export
+    message: str                        # what is missing, with its figures
+    capture: str                        # how to capture what is missing
+    evidence: dict[str, Any] = {}
+
+
+class Coverage(BaseModel):
+    """Whether the rules could look: complete; partial (they looked at less than a full capture);
+    could-not-look (no GPU activity, or every process stops before its steady state). Only a
+    complete report says "No bottleneck found"."""
+    status: Literal["complete", "partial", "could-not-look"]
+    gaps: list[Gap] = []
+
+
 class Report(BaseModel):
-    schema_version: int = 2
+    # 3: `coverage` added; the headline says "No bottleneck found" only with coverage complete,
+    # and a report that could not look at GPU activity withholds its findings
+    schema_version: int = 3
     tool: dict[str, str]
     input: InputInfo
     headline: str
@@ -272,6 +291,7 @@ class Report(BaseModel):
     step_median_ns: int | None = None
     steady: list[SteadyState] = []
     budget: list[BudgetRow] = []
+    coverage: Coverage = Coverage(status="complete")
     findings: list[Finding]
     rules: list[RuleResult]
     # binned timeline for the HTML report (analyze(..., timeline=True)); not part of the JSON

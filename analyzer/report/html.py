@@ -144,7 +144,9 @@ def evidence_cell(key: str, value: Any) -> tuple[str, str]:
 
 def findings_section(report: Report) -> str:
     if not report.findings:
-        return '<section id="findings"><h2>Findings</h2><p>None: no rule fired.</p></section>'
+        none = ("None: the rules could not look (coverage above)." if report.coverage.status == "could-not-look"
+                else "None: no rule fired.")
+        return f'<section id="findings"><h2>Findings</h2><p>{none}</p></section>'
     fixes: dict[str, int] = {}
     items = "".join(finding_item(f, report, fixes, i) for i, f in enumerate(report.findings, 1))
     return f'<section id="findings"><h2>Findings</h2><ol class="findings">{items}</ol></section>'
@@ -183,6 +185,17 @@ def tables_section(report: Report) -> str:
     return "".join(out)
 
 
+def coverage_section(report: Report) -> str:
+    """What the rules could not look at, and how to capture it (analyses/coverage.py)."""
+    c = report.coverage
+    if c.status == "complete":
+        return ""
+    items = "".join(f"<li><code>{esc(g.id)}</code>: {'' if g.message in report.headline else esc(g.message) + ' '}"
+                    f"<em>To capture it:</em> {esc(g.capture)}</li>" for g in c.gaps)
+    return (f'<div class="coverage coverage-{esc(c.status)}"><p><strong>Coverage: {esc(c.status)}.</strong> '
+            f"{esc(markdown.COVERAGE_WORDS[c.status])}:</p><ul>{items}</ul></div>")
+
+
 def header_section(report: Report) -> str:
     m, inp = report.metrics, report.input
     version = (f"nsys {inp.nsys_version} (export schema {inp.export_schema_version or 'n/a'})" if inp.nsys_version
@@ -192,7 +205,8 @@ def header_section(report: Report) -> str:
             f"{m.memcpy_count:,} memcpys · {m.memset_count:,} memsets · {m.api_count:,} CUDA API calls")
     derived = f'<p class="meta">{esc(markdown.derived_note(inp.derived))}</p>' if inp.derived else ""
     return (f"<header><h1>nsys-diagnose: {esc(Path(inp.path).name)}</h1>"
-            f'<p class="headline">{esc(report.headline)}</p><p class="meta">{esc(meta)}</p>{derived}'
+            f'<p class="headline">{esc(report.headline)}</p>{coverage_section(report)}'
+            f'<p class="meta">{esc(meta)}</p>{derived}'
             '<nav><a href="#budget">Steady state</a><a href="#findings">Findings</a><a href="#timeline">Timeline</a>'
             '<a href="#charts">Charts</a><a href="#tables">Tables</a></nav></header>')
 

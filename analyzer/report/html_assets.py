@@ -18,6 +18,8 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 .headline { font-size: 16px; font-weight: 600; margin: 8px 0; padding: 10px 14px; border-left: 4px solid var(--accent);
   background: var(--panel); }
 .meta, .note { color: var(--muted); font-size: 13px; }
+.coverage { margin: 8px 0; padding: 6px 14px; border-left: 4px solid var(--warning); font-size: 13.5px; }
+.coverage-could-not-look { border-left-color: var(--error); } .coverage p { margin: 4px 0; }
 nav a { margin-right: 14px; color: var(--accent); text-decoration: none; font-size: 13px; }
 .controls { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; margin: 6px 0 8px; }
 button { font: inherit; font-size: 12.5px; padding: 2px 10px; border: 1px solid var(--line); background: var(--panel);

@@ -49,6 +49,22 @@ def stake_text(r: dict[str, Any]) -> str:
     return f"({duration(r['top_finding_impact_ns'])} at stake)" if r.get("top_finding_impact_ns") is not None else ""
 
 
+def status_text(r: dict[str, Any]) -> str:
+    """ok, with the report's coverage where the rules could not fully look (summary.md the same)."""
+    coverage = r.get("coverage")
+    if r["status"] != "ok" or coverage in (None, "complete"):
+        return r["status"]
+    return f"ok · {coverage} ({', '.join(r.get('coverage_gaps') or [])})"
+
+
+def finding_text(r: dict[str, Any]) -> str:
+    """The top finding; the headline where no warning speaks for a report the rules could not fully
+    look at (it says what is missing rather than the most notable note)."""
+    if r.get("coverage") not in (None, "complete") and r.get("top_finding_severity") in (None, "info"):
+        return r.get("headline") or ""
+    return r.get("top_finding_message") or r.get("headline") or ""
+
+
 def place_text(r: dict[str, Any], pid_label: str = "pid ") -> str:
     """Where a batch record's top finding is: its process and device, else the steady state's."""
     pid, dev = r.get("top_finding_pid"), r.get("top_finding_device_id")
@@ -63,7 +79,7 @@ def _report_row(r: dict[str, Any]) -> str:
         return (f'<tr><td class="text">{esc(r["name"])}</td><td class="status-{esc(r["status"])}">{esc(r["status"])}'
                 f'</td><td></td><td></td><td></td><td class="text">{esc(r.get("error") or "")}</td><td></td><td></td>'
                 "<td></td></tr>")
-    finding = r.get("top_finding_message") or r.get("headline") or ""
+    finding = finding_text(r)
     kernel = r.get("_top_kernel_short") or r.get("top_kernel")
     kernel_html = f'{clipped(kernel, 60)} ({esc(pct(r.get("top_kernel_share_pct")))})' if kernel else ""
     sev = r.get("top_finding_severity")
@@ -74,7 +90,7 @@ def _report_row(r: dict[str, Any]) -> str:
     busy = _util(steady) if steady is not None else (
         _util(r.get("gpu_utilization_pct")) + " (window)" if r.get("gpu_utilization_pct") is not None else "")
     step = duration(r["steady_step_median_ns"]) if r.get("steady_step_median_ns") else ""
-    return (f'<tr><td class="text">{_link(r)}</td><td>ok</td><td>{bound_html}</td><td class="util">{busy}</td>'
+    return (f'<tr><td class="text">{_link(r)}</td><td>{esc(status_text(r))}</td><td>{bound_html}</td><td class="util">{busy}</td>'
             f'<td class="num">{esc(step)}</td><td class="text">{badge}{esc(finding)}</td>'
             f'<td class="num">{esc(stake_text(r))}</td><td>{esc(place_text(r))}</td><td class="text">{kernel_html}</td></tr>')
 

@@ -1,4 +1,4 @@
-"""The JSON report (contract: schema_version 2, documented in README.md)."""
+"""The JSON report (contract: schema_version 3, documented in README.md)."""
 
 from __future__ import annotations
 

@@ -89,6 +89,21 @@ def steady_lines(report: Report) -> list[str]:
     return lines + [""] if lines else []
 
 
+COVERAGE_WORDS = {"could-not-look": "Could not look", "partial": "Looked in part"}
+
+
+def coverage_lines(report: Report) -> list[str]:
+    """What the rules could not look at, and how to capture it (analyses/coverage.py)."""
+    c = report.coverage
+    if c.status == "complete":
+        return []
+    out = [f"**Coverage: {c.status}.** {COVERAGE_WORDS[c.status]}:", ""]
+    for g in c.gaps:  # a gap the headline already states is not said twice
+        what = "" if g.message in report.headline else f"{inline(g.message)} "
+        out.append(f"- `{g.id}`: {what}To capture it: {inline(g.capture)}")
+    return out + [""]
+
+
 def render(report: Report) -> str:
     m = report.metrics
     inp = report.input
@@ -97,6 +112,7 @@ def render(report: Report) -> str:
     out = [f"# nsys-diagnose: {inline(Path(inp.path).name)}", ""]
     out += steady_lines(report)
     out += [f"**{inline(report.headline)}**", ""]
+    out += coverage_lines(report)
     if report.findings and report.findings[0].severity != "info":
         out += [f"Fix: {inline(report.findings[0].fix.strip())}", ""]
     out.append(
@@ -108,7 +124,8 @@ def render(report: Report) -> str:
         out += ["", derived_note(inp.derived)]
     out += ["", "## Findings", ""]
     if not report.findings:
-        out.append("None: no rule fired.")
+        out.append("None: the rules could not look (coverage above)." if report.coverage.status == "could-not-look"
+                   else "None: no rule fired.")
     fixes: dict[str, int] = {}
     for i, f in enumerate(report.findings, 1):
         if f.recoverable_ns is not None:

@@ -151,7 +151,14 @@ SELECT nsys_pid(r.globalTid) AS pid, nsys_tid(r.globalTid) AS tid, r.globalTid A
             WHEN 28 THEN 'cudnn' WHEN 29 THEN 'cublas' WHEN 77 THEN 'graph-node' ELSE 'other' END::label AS layer,
        r.eventClass AS event_class, r.returnValue AS return_value
 FROM src_runtime r LEFT JOIN api_labels n ON n.name_id = r.nameId
-WHERE coalesce(r.eventClass, 0) <> 67 AND r.start > 0 AND r."end" >= r.start;
+WHERE coalesce(r.eventClass, 0) <> 67 AND r.start > 0 AND r."end" IS NOT NULL;
+
+-- Records whose timestamps run backwards (end before start: CUPTI clock trouble, seen on long
+-- runs) are counted in record_checks, then dropped: no figure is built from them.
+CREATE TEMP TABLE api_checks AS
+SELECT count(*) AS records, count(*) FILTER (WHERE end_ns < start_ns) AS backwards,
+       count(*) FILTER (WHERE end_ns = start_ns) AS zero_length FROM api_calls;
+DELETE FROM api_calls WHERE end_ns < start_ns;
 
 -- The API call that launched each GPU operation, keyed by (global_pid, correlation_id):
 -- correlation ids are unique only within a process.
@@ -217,7 +224,7 @@ LEFT JOIN launches l ON l.global_pid = k.globalPid AND l.correlation_id = k.corr
 LEFT JOIN name_labels dn ON dn.id = k.demangledName
 LEFT JOIN name_labels sn ON sn.id = k.shortName
 -- a GPU operation without a device (NULL deviceId: no nsys writes it) cannot be placed: dropped
-WHERE k.start > 0 AND k."end" >= k.start AND k.deviceId IS NOT NULL;
+WHERE k.start > 0 AND k."end" IS NOT NULL AND k.deviceId IS NOT NULL;
 
 -- One row per memory copy on a GPU, with the API call that issued it (as for kernels). Rows
 -- with lost timestamps or no device are dropped.
@@ -263,7 +270,7 @@ LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.corr
 LEFT JOIN memcpy_kind ck ON ck.id = m.copyKind
 LEFT JOIN mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN mem_kind dk ON dk.id = m.dstKind
-WHERE m.start > 0 AND m."end" >= m.start AND m.deviceId IS NOT NULL;
+WHERE m.start > 0 AND m."end" IS NOT NULL AND m.deviceId IS NOT NULL;
 
 -- One row per memset on a GPU, with the API call that issued it (as for kernels). Rows with
 -- lost timestamps or no device are dropped.
@@ -293,7 +300,7 @@ SELECT nsys_pid(m.globalPid) AS pid, m.globalPid AS global_pid, m.deviceId AS de
 FROM src_memset m
 LEFT JOIN launches l ON l.global_pid = m.globalPid AND l.correlation_id = m.correlationId
 LEFT JOIN mem_kind mk ON mk.id = m.memKind
-WHERE m.start > 0 AND m."end" >= m.start AND m.deviceId IS NOT NULL;
+WHERE m.start > 0 AND m."end" IS NOT NULL AND m.deviceId IS NOT NULL;
 
 -- One row per whole CUDA graph replay on a GPU, present when graphs were traced at graph
 -- level (--cuda-graph-trace=graph), with the API call that launched it.
@@ -321,7 +328,29 @@ SELECT nsys_pid(g.globalPid) AS pid, g.globalPid AS global_pid, g.deviceId AS de
        l.tid AS launch_tid, l.api AS launch_api, l.start_ns AS launch_start_ns, l.end_ns AS launch_end_ns
 FROM src_graph g
 LEFT JOIN launches l ON l.global_pid = g.globalPid AND l.correlation_id = g.correlationId
-WHERE g.start > 0 AND g."end" >= g.start AND g.deviceId IS NOT NULL;
+WHERE g.start > 0 AND g."end" IS NOT NULL AND g.deviceId IS NOT NULL;
+
+-- One row per table of timed records that the figures are built from: its records, and those
+-- whose timestamps run backwards (end before start: dropped from every table) or that last
+-- zero ns (kept). Either is clock trouble (CUPTI on long runs): a real kernel, copy or call
+-- takes time. The report's coverage names them (analyses/coverage.py).
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column source: kernel, memcpy, memset, graph (GPU operations) or api (CUDA API calls)
+-- @column records: records with both timestamps, count
+-- @column backwards: records that end before they start (dropped), count
+-- @column zero_length: records that end where they start, count
+CREATE TABLE record_checks AS
+SELECT 'kernel' AS source, count(*) AS records, count(*) FILTER (WHERE end_ns < start_ns) AS backwards,
+       count(*) FILTER (WHERE end_ns = start_ns) AS zero_length FROM kernels
+UNION ALL SELECT 'memcpy', count(*), count(*) FILTER (WHERE end_ns < start_ns), count(*) FILTER (WHERE end_ns = start_ns) FROM memcpys
+UNION ALL SELECT 'memset', count(*), count(*) FILTER (WHERE end_ns < start_ns), count(*) FILTER (WHERE end_ns = start_ns) FROM memsets
+UNION ALL SELECT 'graph', count(*), count(*) FILTER (WHERE end_ns < start_ns), count(*) FILTER (WHERE end_ns = start_ns) FROM graph_launches
+UNION ALL SELECT 'api', records, backwards, zero_length FROM api_checks;
+DROP TABLE api_checks;
+DELETE FROM kernels WHERE end_ns < start_ns;
+DELETE FROM memcpys WHERE end_ns < start_ns;
+DELETE FROM memsets WHERE end_ns < start_ns;
+DELETE FROM graph_launches WHERE end_ns < start_ns;
 
 -- launches is big (a row per GPU operation) and no longer needed: free its memory now.
 DROP TABLE launches;
