@@ -61,8 +61,6 @@ def test_h200_report_opens_with_the_verified_cause(name):
 # fix shows up as an unexpected pass.
 OPEN: dict[str, str] = {
     "fp64_surrogate_train.sqlite": "issue 33: fp64 GEMMs at 88 % of GPU time get 'No bottleneck found' (numeric-format)",
-    "cudnn_benchmark_multiscale.sqlite": "issue 33: cuDNN's per-step algorithm search is read as idle 'outside any NVTX range' "
-                                         "(the search runs on autograd's thread; unsteady-steps)",
     "event_query_polling.sqlite": "issue 33: 1,169 cudaEventQuery polls a batch draining the GPU (21 % idle) give "
                                   "'No bottleneck found'; call-flood stays info",
     "item_metrics_loop.sqlite": "issue 33: call-flood opens the report but does not name the NVTX range 'metrics' "

@@ -43,7 +43,8 @@ rows AS (
   LEFT JOIN mech m USING (pid) LEFT JOIN slice s USING (pid)
   WHERE l.steps >= (SELECT value FROM phase_settings WHERE name = 'min_steps'))
 SELECT *,
-       CASE WHEN alike_by IS NULL THEN 'no two of them run the same kernels with the same shapes'
+       CASE WHEN alike_by IS NULL OR (alike_by = 'kernels' AND churn_ns IS NULL)
+            THEN 'no two of them run the same kernels with the same shapes'
             ELSE printf('%d of them repeat the usual step%s', alike_steps,
                         CASE WHEN alike_by = 'kernels' THEN ' (its kernels, in shapes that change)' ELSE '' END) END
          AS alike_text,
@@ -51,10 +52,13 @@ SELECT *,
          WHEN 'recompilation' THEN printf('they load new GPU code (%d module load%s, %d compiler process%s started): recompilation',
                                           module_loads, CASE WHEN module_loads = 1 THEN '' ELSE 's' END,
                                           spawns, CASE WHEN spawns = 1 THEN '' ELSE 'es' END)
-         WHEN 'algorithm search' THEN printf('each makes a median %d event and synchronize calls against %d in a usual step, around '
+         WHEN 'algorithm search' THEN printf('each makes a median %d event and synchronize calls%s, around '
                                              || 'trial kernels (%d kernel name%s not run before): an algorithm search '
                                              || '(cuDNN benchmark mode meeting new shapes, Triton or Inductor autotuning)',
-                                             churn_search_calls, usual_search_calls::BIGINT, new_kernel_names,
+                                             churn_search_calls,
+                                             CASE WHEN usual_search_calls > 0 OR churn_ns IS NOT NULL
+                                                  THEN printf(' against %d in a usual step', usual_search_calls::BIGINT)
+                                                  ELSE '' END, new_kernel_names,
                                              CASE WHEN new_kernel_names = 1 THEN '' ELSE 's' END)
          WHEN 'changing shapes' THEN 'they run the usual kernels in other shapes: the input shapes change'
          ELSE 'they run other kernels than the usual step' END

@@ -177,10 +177,16 @@ marked AS (
               ELSE false END AS alike,
          p.kernel_set = k.kernel_set AND k.n >= 2 AS same_kernels
   FROM p JOIN by_shape s USING (pid) JOIN by_kernels k USING (pid)),
+-- shapes that change every step (alike only by kernels) leave no step to repeat: where the
+-- alike steps search or load code themselves, the markers decide, as with no usual step
 usual AS (
-  SELECT pid, median(period_ns) FILTER (WHERE alike) AS usual_period_ns,
-         coalesce(median(search_calls) FILTER (WHERE alike), 0) AS usual_search_calls
-  FROM marked GROUP BY pid),
+  SELECT pid, CASE WHEN any_value(alike_by) = 'kernels'
+                    AND median(search_calls) FILTER (WHERE alike) >= any_value(st.min_calls) THEN NULL
+                   ELSE median(period_ns) FILTER (WHERE alike) END AS usual_period_ns,
+         CASE WHEN any_value(alike_by) = 'kernels'
+                   AND median(search_calls) FILTER (WHERE alike) >= any_value(st.min_calls) THEN 0
+              ELSE coalesce(median(search_calls) FILTER (WHERE alike), 0) END AS usual_search_calls
+  FROM marked CROSS JOIN settings st GROUP BY pid),
 classed AS (
   SELECT m.*, u.usual_period_ns, u.usual_search_calls,
          m.search_calls >= st.min_calls AND m.search_calls >= st.factor * u.usual_search_calls AS search,
@@ -190,7 +196,7 @@ classed AS (
   FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st)
 SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS same_kernels, usual_period_ns::BIGINT AS usual_period_ns,
        usual_search_calls, search, churn,
-       CASE WHEN churn THEN CASE WHEN module_loads > 0 OR spawns > 0 THEN 'recompilation'
+       CASE WHEN churn THEN CASE WHEN spawns > 0 OR (module_loads > 0 AND NOT search) THEN 'recompilation'
                                  WHEN search THEN 'algorithm search'
                                  WHEN same_kernels THEN 'changing shapes' ELSE 'different work' END END AS mechanism,
        CASE WHEN churn THEN (period_ns - usual_period_ns)::BIGINT END AS churn_ns,
