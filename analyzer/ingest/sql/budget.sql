@@ -22,16 +22,104 @@ INSERT INTO kernel_class_patterns VALUES
   (5, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
   (6, 'elementwise/reduction', 'elementwise|reduce|norm|adam|sgd|foreach|multi_tensor', NULL);
 
+-- One row per distinct kernel name that does matrix math (GEMM, GEMV, convolution, attention),
+-- with the numeric format and the unit it computes in, read from the name. Libraries spell
+-- the format in their names: cuBLAS `sgemm`/`dgemm`/`hgemm`/`zgemm` and `h884gemm` (letter =
+-- type, digits = a tensor-core MMA shape), xmma `f32f32_tf32f32_f32`/`bf16bf16_bf16f32_f32`
+-- (the lowest-precision operand type is the math's), CUTLASS `tensorop_bf16_s16816gemm_bf16`
+-- / `simt_dgemm`, cuDNN `scudnn` and engines templated on `<float>`, nvjet's type letters
+-- after the architecture (`nvjet_sm90_tst_...`: A/B bf16 (t), fp32 compute (s), bf16 output;
+-- h fp16, s fp32, d fp64, q fp8; `qqtst`: A, B fp8). Triton's `triton_mm`/`triton_tem_*` carry
+-- no format: unknown. Helper kernels of these libraries (split-K reductions, epilogues,
+-- workspace init) are not math and get no row. One pass over distinct names (kernel_names).
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL
+-- @column name: kernel name (kernel_names.name)
+-- @column family: the library or generator that made it: cuBLAS, cuBLASLt, cuDNN, CUTLASS, Triton, attention, PyTorch or other
+-- @column op: gemm, gemv, conv or attention
+-- @column format: fp64, fp32, tf32, fp16, bf16, fp8, int8 or unknown (the operands' format the math runs in)
+-- @column path: tensor core, CUDA core or unknown (the unit the name says the math runs on)
+CREATE TABLE kernel_formats AS
+WITH n AS (SELECT name, lower(name) AS s FROM kernel_names),
+-- what the kernel does; library helpers (split-K reductions, epilogues, workspace init, BLAS
+-- level-1 scaling) and PyTorch's pointwise/norm loops are not matrix math
+ops AS (
+  SELECT name, s,
+         CASE WHEN regexp_matches(s, 'splitkreduce|reducesplitk|split_k_reduce|cublaslt::epilogue|init_device_workspace|scal_kernel|elementwise_kernel|reduce_kernel|layer_norm|batch_norm|softmax|triton_(poi|red|per)_|nccl')
+              THEN NULL
+              WHEN regexp_matches(s, 'flash|fmha|sdpa|attention') THEN 'attention'
+              WHEN regexp_matches(s, 'gemv') THEN 'gemv'
+              WHEN regexp_matches(s, 'conv([^e]|$)|fprop|dgrad|wgrad|winograd|[shd0-9]cudnn') THEN 'conv'
+              WHEN regexp_matches(s, 'gemm|matmul|nvjet|xmma|tensorop|wgmma|triton_(tem_.*)?b?mm|\bb?mm_kernel') THEN 'gemm'
+         END AS op
+  FROM n),
+parsed AS (
+  SELECT name, s, op,
+         CASE WHEN regexp_matches(s, 'nvjet') THEN 'cuBLAS'
+              WHEN regexp_matches(s, 'cublaslt') THEN 'cuBLASLt'
+              WHEN regexp_matches(s, 'cudnn|_engine<|engine_float|convolve_sgemm') THEN 'cuDNN'
+              WHEN regexp_matches(s, 'cublas|^(maxwell|pascal|volta|turing|ampere|ada|hopper|blackwell|sm[0-9]+)_|gemv|gemmsn|gemmk1|sgemm_largek') THEN 'cuBLAS'
+              WHEN regexp_matches(s, 'cutlass') AND op <> 'attention' THEN 'CUTLASS'
+              WHEN regexp_matches(s, 'triton_') THEN 'Triton'
+              WHEN op = 'attention' THEN 'attention'
+              WHEN regexp_matches(s, 'at::native') THEN 'PyTorch'
+              ELSE 'other' END AS family,
+         -- nvjet: the first type letter after the architecture is the A operand's type
+         regexp_extract(s, 'nvjet_(?:sm[0-9]+_)?([a-z]+)_', 1) AS nvjet_types,
+         -- the format tokens in the name, lowest precision first (fp16 inputs with fp32
+         -- accumulation are fp16 math); bf16 before fp16 (bf16 contains f16), tf32 before fp32
+         CASE WHEN regexp_matches(s, 'e4m3|e5m2|fp8|f8f8') THEN 'fp8'
+              WHEN regexp_matches(s, 'int8|i8i8|i8i32|s8s8|u8u8|i8816|i16832|i8832|imma|_[isu]8_') THEN 'int8'
+              WHEN regexp_matches(s, 'bf16|bfloat16|fe8m7') THEN 'bf16'
+              WHEN regexp_matches(s, 'f16|fp16|half|[^a-z]h[0-9]{3,6}(gemm|cudnn)|hgemm|hcudnn') THEN 'fp16'
+              WHEN regexp_matches(s, 'tf32|fe8m10') THEN 'tf32'
+              WHEN regexp_matches(s, 'f64|fp64|dgemm|zgemm|dmma|dfma|double|dcudnn|[^a-z]d[0-9]{3,6}gemm') THEN 'fp64'
+              WHEN regexp_matches(s, 'f32|fp32|sgemm|cgemm|scudnn|float|ffma|[^a-z]s[0-9]{3,6}(gemm|cudnn|fprop|dgrad|wgrad)') THEN 'fp32'
+              ELSE 'unknown' END AS token_format,
+         -- tensor-core MMA shapes and instructions; CUDA-core (SIMT/FMA) kernels and engines
+         CASE WHEN regexp_matches(s, 'tensorop|tensor[0-9]+x|wgmma|gmma|hmma|imma|dmma|wmma|warpgroup|nvjet|[^a-z][hsdi][0-9]{3,6}(tf32|and|xor)?(gemm|cudnn|fprop|dgrad|wgrad)|s161616')
+              THEN 'tensor core'
+              WHEN regexp_matches(s, 'simt|ffma|hfma|dfma|sgemm|dgemm|hgemm|cgemm|zgemm|igemm|[sdh]cudnn|engine_float|_engine<|gemv|gemmsn|gemmk1')
+              THEN 'CUDA core'
+              ELSE 'unknown' END AS token_path
+  FROM ops WHERE op IS NOT NULL),
+formats AS (
+  SELECT name, family, op, token_path,
+         CASE WHEN family = 'Triton' THEN 'unknown'  -- Triton's names do not carry the dtype
+              WHEN nvjet_types <> '' THEN CASE left(nvjet_types, 1) WHEN 'd' THEN 'fp64' WHEN 's' THEN 'fp32'
+                   WHEN 't' THEN 'bf16' WHEN 'h' THEN 'fp16' WHEN 'q' THEN 'fp8' WHEN 'e' THEN 'fp8'
+                   WHEN 'i' THEN 'int8' ELSE 'unknown' END
+              ELSE token_format END AS raw_format
+  FROM parsed)
+SELECT name, family, op,
+       -- fp32 operands on tensor cores are TF32 math (or its fp32 emulation): CUTLASS
+       -- `tensorop_s1688gemm` on float data, nvjet `sss`
+       CASE WHEN raw_format = 'fp32' AND token_path = 'tensor core' THEN 'tf32' ELSE raw_format END AS format,
+       -- TF32 and fp8 exist only on tensor cores
+       CASE WHEN raw_format IN ('fp8', 'tf32') THEN 'tensor core' ELSE token_path END AS path
+FROM formats;
+
 -- One row per distinct kernel name with its class: the first kernel_class_patterns row that
 -- matches it, else 'other kernels'.
 -- sources: CUPTI_ACTIVITY_KIND_KERNEL
 -- @column name: kernel name (kernel_names.name)
--- @column class: tensor-core math, fp32 math, elementwise/reduction, communication or other kernels
+-- @column class: tensor-core math, fp32 math, fp64 math, elementwise/reduction, communication or other kernels
 CREATE TABLE kernel_classes AS
-SELECT n.name, coalesce(min_by(p.class, p.priority), 'other kernels') AS class
-FROM kernel_names n LEFT JOIN kernel_class_patterns p
-  ON regexp_matches(n.name, p.pattern, 'i') AND NOT regexp_matches(n.name, coalesce(p.exclude, '$^'), 'i')
-GROUP BY n.name;
+WITH by_pattern AS (
+  SELECT n.name, coalesce(min_by(p.class, p.priority), 'other kernels') AS class
+  FROM kernel_names n LEFT JOIN kernel_class_patterns p
+    ON regexp_matches(n.name, p.pattern, 'i') AND NOT regexp_matches(n.name, coalesce(p.exclude, '$^'), 'i')
+  GROUP BY n.name),
+-- matrix math whose format and unit the name says (kernel_formats) is classed by them: fp64
+-- math on any unit, tensor-core math, or math on CUDA cores (fp32 FMA, also for fp16/bf16 data:
+-- cuDNN's `engine_float<__nv_bfloat16>` computes in fp32); GEMVs are memory-bound whatever
+-- their format, and unknown formats keep the name patterns' class
+by_format AS (
+  SELECT name, CASE WHEN format = 'fp64' THEN 'fp64 math'
+                    WHEN path = 'tensor core' THEN 'tensor-core math'
+                    WHEN path = 'CUDA core' THEN 'fp32 math' END AS class
+  FROM kernel_formats WHERE op <> 'gemv')
+SELECT p.name, coalesce(f.class, p.class) AS class
+FROM by_pattern p LEFT JOIN by_format f USING (name);
 
 -- One row per class of GPU time, in the order that wins where operations overlap (rank 1 first).
 -- sources: always
@@ -71,8 +159,10 @@ CREATE TABLE budget_segments AS
 WITH alone AS (SELECT device_id, pid, start_ns FROM gpu_busy WHERE ops = 1),
 ops AS (
   SELECT a.device_id, a.pid, greatest(a.start_ns, w.w0) AS s, least(a.end_ns, w.w1) AS e,
-         (CASE a.kind WHEN 'kernel' THEN coalesce(c.rank, 4) WHEN 'graph' THEN 5
-                      WHEN 'memcpy' THEN 7 ELSE 8 END)::UTINYINT AS r,
+         (CASE a.kind WHEN 'kernel' THEN coalesce(c.rank, (SELECT rank FROM budget_classes WHERE class = 'other kernels'))
+                      WHEN 'graph' THEN (SELECT rank FROM budget_classes WHERE class = 'CUDA graph replays')
+                      WHEN 'memcpy' THEN (SELECT rank FROM budget_classes WHERE class = 'copies')
+                      ELSE (SELECT rank FROM budget_classes WHERE class = 'memsets') END)::UTINYINT AS r,
          -- an interval's operations start at or after its start: one starting there is its only one
          o.start_ns IS NOT NULL AS alone
   FROM gpu_activity a JOIN budget_windows w ON w.device_id = a.device_id AND w.pid = a.pid
@@ -90,7 +180,7 @@ counted AS (
   FROM ev),
 -- c - d: the count before this event
 flips AS (
-  SELECT device_id, pid, ts, ((1 << (r - 1)) * ((c > 0)::INTEGER - ((c - d) > 0)::INTEGER))::DOUBLE AS flip
+  SELECT device_id, pid, ts, ((1 << (r::INTEGER - 1)) * ((c > 0)::INTEGER - ((c - d) > 0)::INTEGER))::DOUBLE AS flip
   FROM counted),
 masked AS (
   SELECT device_id, pid, ts, lead(ts) OVER w AS next_ts, sum(flip) OVER w AS mask
