@@ -21,13 +21,13 @@ SELECT name,
        row_number() OVER (ORDER BY total_ns DESC, name) AS rank,
        coalesce(kc.class, 'other kernels') AS class, pid, device_id,
        f.family, f.op, f.format, f.path,
-       -- already at tensor-core rate in the fastest format a program sensibly uses: no change
-       -- of format or unit can win time, and what else could is not bounded by the trace
-       coalesce(f.path = 'tensor core' AND f.format IN ('bf16', 'fp16', 'fp8', 'int8'), false) AS fast,
-       -- the time a faster format could win: tf32 -> bf16 doubles the tensor-core peak on
-       -- Ampere and newer; fp64, and fp32/fp16/bf16 on CUDA cores, at expected_speedup
+       -- already at tensor-core rate in a format a program sensibly keeps (TF32 is the fp32
+       -- model's tensor-core format): no change of format or unit is called for, and what
+       -- tuning it could win is not bounded by the trace
+       coalesce(f.path = 'tensor core' AND f.format IN ('tf32', 'bf16', 'fp16', 'fp8', 'int8'), false) AS fast,
+       -- the time a faster format could win: fp64, and fp32/fp16/bf16 on CUDA cores, at
+       -- expected_speedup
        CASE WHEN f.op = 'gemv' THEN total_ns
-            WHEN f.format = 'tf32' AND f.path = 'tensor core' THEN round(total_ns / 2)::BIGINT
             WHEN f.format = 'fp64' OR f.path = 'CUDA core'
             THEN round(total_ns * (1 - 1 / $expected_speedup))::BIGINT
             ELSE total_ns END AS at_stake_ns
