@@ -60,7 +60,6 @@ def test_h200_report_opens_with_the_verified_cause(name):
 # Verified causes the diagnosis does not yet put first (issue 14 stays open on them); strict, so a
 # fix shows up as an unexpected pass.
 OPEN: dict[str, str] = {
-    "fp64_surrogate_train.sqlite": "issue 33: fp64 GEMMs at 88 % of GPU time get 'No bottleneck found' (numeric-format)",
     "event_query_polling.sqlite": "issue 33: 1,169 cudaEventQuery polls a batch draining the GPU (21 % idle) give "
                                   "'No bottleneck found'; call-flood stays info",
     "item_metrics_loop.sqlite": "issue 33: call-flood opens the report but does not name the NVTX range 'metrics' "
@@ -86,11 +85,9 @@ def test_corpus_report_opens_with_the_verified_cause(entry):
 # Advice each corpus entry's trace rules out (its `forbidden` regexes, matched without case against
 # every finding's fix); strict xfail where today's rules still give it, with the reason.
 OPEN_FORBIDDEN: dict[str, str] = {
-    "fp64_surrogate_train.sqlite": "issue 33: hot-kernels says fp64 GEMMs 'already run on tensor cores'",
     "cudnn_benchmark_multiscale.sqlite": "idle-gap-causes / allocation-churn name pin_memory on a loop whose only copies are pinned",
     "threadpool_tokenize_serving.sqlite": "issue 37: CUDA Graph advice (cuda-api-overhead, fusion-candidates) and "
                                           "DataLoader pin_memory on a GPU idle 96 % behind Python tokenizers",
-    "healthy_bf16_transformer.sqlite": "issue 37: hot-kernels suggests FlashAttention to a loop that runs cuDNN flash attention",
     "autograd_thread_launch.sqlite": "issue 37: fp32-gemm suggests autocast/TF32 on a launch-bound loop whose 32x32 "
                                      "GEMMs are not limited by their format",
 }

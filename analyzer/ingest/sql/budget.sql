@@ -84,7 +84,8 @@ parsed AS (
   FROM ops WHERE op IS NOT NULL),
 formats AS (
   SELECT name, family, op, token_path,
-         CASE WHEN family = 'Triton' THEN 'unknown'  -- Triton's names do not carry the dtype
+         -- Triton names do not carry the dtype
+         CASE WHEN family = 'Triton' THEN 'unknown'
               WHEN nvjet_types <> '' THEN CASE left(nvjet_types, 1) WHEN 'd' THEN 'fp64' WHEN 's' THEN 'fp32'
                    WHEN 't' THEN 'bf16' WHEN 'h' THEN 'fp16' WHEN 'q' THEN 'fp8' WHEN 'e' THEN 'fp8'
                    WHEN 'i' THEN 'int8' ELSE 'unknown' END
