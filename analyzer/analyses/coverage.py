@@ -45,7 +45,7 @@ def _gpu_gap(has_api: bool) -> Gap:
 
 
 def _backwards(con: duckdb.DuckDBPyConnection) -> Gap | None:
-    rows = con.execute("SELECT source, records, backwards, zero_length FROM record_checks ORDER BY source").fetchall()
+    rows = sorted(con.table("record_checks").select("source, records, backwards, zero_length").fetchall())
     bad = [r for r in rows if r[2] + r[3] > 0]
     if not bad:
         return None
@@ -64,28 +64,14 @@ def _backwards(con: duckdb.DuckDBPyConnection) -> Gap | None:
 
 
 def _cut_short(con: duckdb.DuckDBPyConnection) -> list[Gap]:
-    """Processes with GPU work whose step ranges (NVTX names as step_patterns say) appear, but too
-    few times to make a loop: the capture stopped in the first steps, before a steady state."""
-    # only processes with GPU work whose steady state was not found from steps: usually none, and
-    # then the NVTX table (1e7 rows in a big trace) is not read at all
-    if not con.execute("SELECT count(*) FROM steady_state WHERE method <> 'steps'").fetchone()[0]:
-        return []
-    rows = con.execute("""
-        WITH candidates AS (SELECT pid FROM steady_state WHERE method <> 'steps'),
-        ranges AS (SELECT pid, name FROM nvtx_tree WHERE pid IN (SELECT pid FROM candidates)),
-        stepish AS (SELECT n.name FROM (SELECT DISTINCT name FROM ranges) n
-                    WHERE EXISTS (SELECT 1 FROM step_patterns p WHERE n.name ILIKE p.pattern))
-        SELECT r.pid, count(*) AS ranges, min(r.name) AS name
-        FROM ranges r JOIN stepish USING (name)
-        GROUP BY r.pid
-        HAVING count(*) < (SELECT value FROM phase_settings WHERE name = 'min_steps')
-        ORDER BY r.pid""").fetchall()
+    """Processes with GPU work whose step ranges appear, but too few times to make a loop: the
+    capture stopped in the first steps, before a steady state (the ingest's cut_short table)."""
     return [Gap(id="startup-only", pid=pid, capture=CUT_CAPTURE.format(n=MIN_STEADY_STEPS),
                 message=(f"The capture stops before pid {pid}'s steady state: it holds {ranges} step range(s) "
                          f"(\"{name}\"), and the first step pays start-up (module loading, autotuning, "
                          "allocator warm-up), so its figures are start-up, not the loop."),
                 evidence={"pid": pid, "step_ranges": ranges})
-            for pid, ranges, name in rows]
+            for pid, ranges, name in sorted(con.table("cut_short").fetchall())]
 
 
 def _few_steps(steady: list[SteadyState]) -> list[Gap]:

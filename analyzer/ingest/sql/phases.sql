@@ -287,6 +287,25 @@ SELECT c.pid, c.start_ns, c.end_ns, c.start_ns - a.first_ns AS startup_ns, c.met
         WHERE x.pid = c.pid AND x.category = 'context' AND x.start_ns < c.start_ns) AS context_ns
 FROM chosen c JOIN activity a USING (pid);
 
+-- One row per process with GPU work whose steady state was not found from steps, though it has
+-- NVTX ranges named like steps (step_patterns), fewer than min_steps: too few to make a loop, so
+-- the capture stops before its steady state (the report's coverage, gap startup-only). Only such
+-- processes' ranges are read: usually there are none.
+-- sources: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column pid: OS process id
+-- @column step_ranges: its ranges named like steps, count
+-- @column name: the first of their names, alphabetically
+CREATE TABLE cut_short AS
+WITH candidates AS (SELECT pid FROM steady_state WHERE method <> 'steps'),
+ranges AS (SELECT pid, name FROM nvtx_tree WHERE pid IN (SELECT pid FROM candidates)),
+stepish AS (SELECT n.name FROM (SELECT DISTINCT name FROM ranges) n
+            WHERE EXISTS (SELECT 1 FROM step_patterns p WHERE n.name ILIKE p.pattern))
+SELECT r.pid, count(*) AS step_ranges, min(r.name) AS name
+FROM ranges r JOIN stepish USING (name)
+GROUP BY r.pid
+HAVING count(*) < (SELECT value FROM phase_settings WHERE name = 'min_steps')
+ORDER BY r.pid;
+
 -- Intermediates live in the database file, not in memory (temporary tables do not spill
 -- until DuckDB's memory limit): dropped once used.
 DROP TABLE repeated_steps;
