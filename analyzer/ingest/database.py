@@ -499,11 +499,10 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
     memory_limit()  # a malformed $NSYS_DIAGNOSE_MEMORY_LIMIT is a usage error before any work
     if use_cache:
         cache_dir = cache_dir or default_cache_dir()
-        try:
-            if not cache_files.trusted_folder(cache_dir):
-                raise PermissionError
-            probe = tempfile.NamedTemporaryFile(dir=cache_dir, delete=True)
-            probe.close()
+        use_cache = cache_files.trusted_folder(cache_dir)
+    if use_cache:
+        try:  # a folder we may use but cannot write to (read-only, full of inodes)
+            tempfile.NamedTemporaryFile(dir=cache_dir, delete=True).close()
         except OSError:
             use_cache = False
     if use_cache:
