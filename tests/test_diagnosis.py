@@ -64,6 +64,11 @@ OPEN: dict[str, str] = {
                                   "'No bottleneck found'; call-flood stays info",
     "item_metrics_loop.sqlite": "issue 33: call-flood opens the report but does not name the NVTX range 'metrics' "
                                 "that holds the copies",
+    "pageable_tiny_h2d.sqlite": "call-flood opens the report but does not name the NVTX range 'upload' that holds "
+                                "the 645 pageable copies a step",
+    "triton_autotune_per_shape.sqlite": "fusion-candidates opens the report on the autotuner's L2-flush fills "
+                                        "(FillFunctor, 22.5 % of the steady state); the per-request re-tuning "
+                                        "(330-530 trial launches, 21 device syncs a request) leaves unsteady-steps passed",
 }
 
 
@@ -90,6 +95,9 @@ OPEN_FORBIDDEN: dict[str, str] = {
                                           "DataLoader pin_memory on a GPU idle 96 % behind Python tokenizers",
     "autograd_thread_launch.sqlite": "issue 37: fp32-gemm suggests autocast/TF32 on a launch-bound loop whose 32x32 "
                                      "GEMMs are not limited by their format",
+    "pageable_tiny_h2d.sqlite": "cuda-api-overhead's fix says 'use fused or foreach optimizers' to a loop already on "
+                                "AdamW(fused=True)",
+    "triton_autotune_per_shape.sqlite": "fusion-candidates advises torch.compile for the autotuner's L2-flush fill kernels",
 }
 
 
