@@ -13,9 +13,10 @@ from nsys_diagnose.analyses import timeline as timeline_bins
 from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.engine.model import SEVERITY_RANK, Coverage, Finding, InputInfo, Report, Rule, RuleResult
+from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule, RuleResult
 from nsys_diagnose.engine.runner import rule_timeout_s, run_rules
 from nsys_diagnose.errors import DiagnoseError
+from nsys_diagnose.headline import headline as compose_headline
 from nsys_diagnose.ingest import progress, sql_library
 from nsys_diagnose.ingest.cache_files import trusted_folder
 from nsys_diagnose.ingest.database import (
@@ -27,7 +28,6 @@ from nsys_diagnose.ingest.database import (
     with_trace,
 )
 from nsys_diagnose.report_cache import ReportCache, report_key
-from nsys_diagnose.units import pct
 
 # The SQL library's tables the report reads beside its rules (the metrics, the step-time budget
 # and its claims, the timeline): the ingest runs the modules that make them and those the chosen
@@ -50,23 +50,6 @@ def rank(findings: list[Finding]) -> list[Finding]:
         return 2 if f.recoverable_ns == 0 else 1 if f.recoverable_ns is None else 0
     return sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], group(f),
                                            -(f.recoverable_ns if f.recoverable_ns is not None else f.impact_ns or 0)))
-
-
-def headline(report_findings: list[Finding], metrics, coverage: Coverage, lead=None) -> str:
-    """The report's first line. "No bottleneck found" only where the rules could look: a capture
-    with nothing to diagnose says what is missing; one looked at in part says that first."""
-    if coverage.status == "could-not-look":
-        return " ".join(g.message for g in coverage.gaps)
-    busy = (f"the GPU is busy {pct(lead.busy_pct)} of the steady state" if lead is not None
-            else f"the GPU is busy {pct(metrics.gpu_utilization_pct)} of the trace window")
-    if report_findings and report_findings[0].severity != "info":
-        return report_findings[0].message
-    if coverage.status == "partial":
-        gaps = " ".join(g.message for g in coverage.gaps)
-        return f"Looked in part: {gaps} In what was captured no rule raised a warning ({busy})."
-    if report_findings:  # only notes: say so first, so a healthy run does not read as a problem
-        return f"No bottleneck found: no rule raised a warning ({busy}). Most notable: {report_findings[0].message}"
-    return f"No bottleneck found: {busy} and no rule fired."
 
 
 def check_environment() -> None:
@@ -140,7 +123,7 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
         input=InputInfo(path=str(given), size_bytes=given.stat().st_size, reader=trace.reader,
                         from_cache=trace.from_cache, **origin,
                         sqlite_path=str(trace.path) if trace.report and trace.path.exists() else None),
-        headline=headline(findings, metrics, coverage, lead), coverage=coverage,
+        headline=compose_headline(findings, steady, metrics, coverage, lead=lead), coverage=coverage,
         metrics=metrics, findings=findings, rules=results, budget=budget, steady=steady,
         steady_utilization_pct=lead.busy_pct if lead else None, step_median_ns=lead.step_median_ns if lead else None,
         timeline=timeline_bins.compute(con, focus=(lead.start_ns, lead.end_ns) if lead else None) if timeline else None)

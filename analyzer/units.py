@@ -7,6 +7,7 @@ import string
 from typing import Any
 
 from nsys_diagnose import limits
+from nsys_diagnose.kernel_labels import short_label
 
 # [[fill]align][sign][z][#][0][width][grouping][.precision][type]: the numbers that size the output
 _SPEC_NUMBERS = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(\d*)[_,]?(?:\.(\d+))?", re.S)
@@ -46,7 +47,8 @@ def timestamp(ns: float | None) -> str:
 
 
 SPECS = {"dur": duration, "bytes": size, "rate": rate, "pct": pct, "ts": timestamp,
-         "n": lambda v: "n/a" if v is None else f"{v:,}", "x": lambda v: "n/a" if v is None else f"{float(v):.2g}x"}
+         "n": lambda v: "n/a" if v is None else f"{v:,}", "x": lambda v: "n/a" if v is None else f"{float(v):.2g}x",
+         "kernel": lambda v: "n/a" if v is None else short_label(str(v))}
 
 
 def plural(noun: str) -> str:
@@ -59,7 +61,8 @@ def plural(noun: str) -> str:
 
 class MessageFormatter(string.Formatter):
     """str.format with unit specs ({x:dur}, {x:bytes}, {x:pct}, {x:rate}, {x:ts}, {x:n}, {x:x},
-    {x:n noun} for a count with its noun, singular or plural).
+    {x:kernel} for a kernel name shortened as the HTML labels kernels, {x:n noun} for a count with
+    its noun, singular or plural).
     Field names are plain column names only: no attribute or index access from rule files."""
 
     def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:

@@ -174,7 +174,7 @@ def test_bad_file_in_the_middle_is_an_error_row_and_the_rest_finish(serial, fold
 def test_reports_match_the_single_file_command(serial, folder):
     _, out = serial
     r = call_cli(folder / "real" / "dataloader_bound.sqlite", "--no-cache", timeout=120)  # the single-file entry point
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr  # its warning
     assert (out / "dataloader_bound.md").read_text() == r.stdout
     doc = json.loads((out / "dataloader_bound.json").read_text())
     row = duckdb.sql(f"SELECT * FROM '{out / 'reports.parquet'}' WHERE name = 'dataloader_bound'").pl().to_dicts()[0]
@@ -229,7 +229,7 @@ def test_batch_tables_carry_the_steady_state_severity_and_place_most_severe_firs
     assert set(mine["bound"].to_list()) == {"host-bound"} and set(mine["pid"].drop_nulls().to_list()) == {lead["pid"]}
 
     summary = (out / "summary.md").read_text()
-    assert ("| report | status | bound | steady GPU busy | step median | severity | headline finding | recoverable "
+    assert ("| report | status | bound | steady GPU busy | step median | severity | headline | recoverable "
             "| pid · GPU | top kernel |") in summary
     lines = summary.splitlines()
     first = lines.index(next(x for x in lines if x.startswith("| report |"))) + 2
@@ -238,6 +238,7 @@ def test_batch_tables_carry_the_steady_state_severity_and_place_most_severe_firs
         r["name"] for r in reports]
     line = next(x for x in table if x.startswith("| [dataloader_bound]"))
     assert "| host-bound |" in line and f"| {top['severity']} |" in line and f"| {lead['pid']} · GPU 0 |" in line
+    assert f"| {doc['headline']} |" in line  # the whole headline, never cut
 
 
 def test_parallel_results_identical_to_serial(serial, folder, tmp_path):

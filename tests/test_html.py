@@ -25,9 +25,9 @@ from nsys_diagnose.analyses import timeline
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.kernel_labels import labels as kernel_labels
 from nsys_diagnose.report import html, html_index, html_timeline
 from nsys_diagnose.report import json as json_report
-from nsys_diagnose.report.kernel_labels import labels as kernel_labels
 
 from .conftest import FIXTURES, H200, ROOT, needs_shared
 from .synth import write_export

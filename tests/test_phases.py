@@ -296,7 +296,7 @@ def test_h200_steady_state_verdicts(h200_reports):
     r = h200_reports
     # the bottleneck each README describes names the headline, with steady-state numbers
     assert r["dataloader_bound"].findings[0].rule_id == "input-pipeline-stall"
-    assert "GPU 0 idles" in r["dataloader_bound"].headline and "Data Loading" in r["dataloader_bound"].headline
+    assert "input pipeline stall" in r["dataloader_bound"].headline and "Data Loading" in r["dataloader_bound"].headline
     assert r["launch_bound"].findings[0].rule_id == "launch-bound-loop"
     # the launch calls are the same slice of the budget: one finding, the other its evidence
     top = r["launch_bound"].findings[0]

@@ -228,15 +228,15 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
     if interrupted:
         lines += ["", f"**Interrupted: {interrupted} input(s) were not analyzed; this summary covers "
                       f"the ones that finished.**"]
-    lines += ["", "| report | status | bound | steady GPU busy | step median | severity | headline finding "
+    lines += ["", "| report | status | bound | steady GPU busy | step median | severity | headline "
                   "| recoverable | pid · GPU | top kernel |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in ranked(records):
         if r["status"] == "ok":
-            finding = html_index.finding_text(r)
+            finding = html_index.finding_text(r)  # whole: at most 30 words (headline.py)
             kernel = r.get("_top_kernel_short") or r["top_kernel"]
             kernel = f"{_cell(kernel, 60)} ({pct(r['top_kernel_share_pct'])})" if kernel else ""
             lines.append(f"| {_link(r)} | {_cell(html_index.status_text(r))} | {r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
-                         f"| {r['top_finding_severity'] or ''} | {_cell(finding)} | {html_index.stake_text(r)} | {html_index.place_text(r, '')} "
+                         f"| {r['top_finding_severity'] or ''} | {_cell(finding, 1000)} | {html_index.stake_text(r)} | {html_index.place_text(r, '')} "
                          f"| {kernel} |")
         else:
             lines.append(f"| {_cell(r['name'])} | {r['status']} | | | | | {_cell(r['error'])} | | | |")

@@ -35,6 +35,20 @@ class AdvicePart(Strict):
     text: str
     when: str | None = Field(None, description="SQL boolean expression over the result columns; "
                                                 "the part is given only where it holds")
+    headline: str | None = Field(None, description="this part's fix in a few imperative words, for the "
+                                 "report's headline (template over result columns)")
+
+
+class HeadlineSpec(Strict):
+    """A finding's words in the report's headline, each a few words (checked at load): the composer
+    (headline.py) adds the verdict, the cost per step and the gain, and orders and joins them."""
+    cause: str = Field(description="what holds the step back: 'launch overhead' (template)")
+    where: str | None = Field(None, description="where it sits: 'in \"{top_place}\"' (template; left out "
+                              "where a column it names is null)")
+    cost: str | None = Field(None, description="result column: the time the cause takes, ns (default: "
+                             "the finding's impact_ns)")
+    fix: str | None = Field(None, description="the fix in a few imperative words, where no advice part "
+                            "that holds gives one (template)")
 
 
 class Claim(Strict):
@@ -56,6 +70,8 @@ class FindingSpec(Strict):
     fix: str | None = None
     limit: int = 10
     claims: Claim | None = None
+    headline: HeadlineSpec | None = Field(None, description="the finding's words in the report's headline; "
+                                          "by default the rule's title and the claim's place")
 
 
 class Rule(Strict):
@@ -80,6 +96,14 @@ class Rule(Strict):
     source: str = ""
 
 
+class HeadlineParts(BaseModel):
+    """A finding's headline words, rendered from its row (HeadlineSpec); not part of the JSON."""
+    cause: str
+    where: str | None = None
+    cost_ns: int | None = None
+    fix: str | None = None
+
+
 class Related(BaseModel):
     """A finding merged into another because both draw on the same slice of the budget."""
     rule_id: str
@@ -100,6 +124,7 @@ class Finding(BaseModel):
     evidence: dict[str, Any] = {}
     related: list[Related] = []
     claims: Claim | None = Field(default=None, exclude=True)  # its spec's, for engine/claims.py
+    headline: HeadlineParts | None = Field(default=None, exclude=True)  # for the report's headline
 
 
 class RuleResult(BaseModel):

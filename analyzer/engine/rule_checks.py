@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import duckdb
+from nsys_diagnose.engine.headlines import WORD_LIMITS, template_words
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.ingest import sql_library
@@ -186,6 +187,16 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
         if name is not None and name not in columns:
             fail(loc, f"'{name}' is not among the rule's `columns:`{_suggest(name, columns)}")
 
+    def headline_part(loc: tuple[str | int, ...], part: str, template: str | None) -> None:
+        """A headline part names declared columns and holds a few words (the headline has 30)."""
+        if template is None:
+            return
+        for field in template_fields(template):
+            column(loc, field)
+        if (words := template_words(template)) > WORD_LIMITS[part]:
+            fail(loc, f"{words} words; a headline's {part} holds at most {WORD_LIMITS[part]} "
+                      "(the detail belongs in the message)")
+
     params = set(rule.params)
     for i, spec in enumerate(rule.findings):
         if problem := when_problem(spec.when, columns, params, finding_trees[i]):
@@ -201,10 +212,16 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
                          f"budget's causes (ingest/sql/causes.sql){_suggest(cause, known)}")
         for field in template_fields(spec.message):
             column(("findings", i, "message"), field)
+        if spec.headline is not None:
+            h = spec.headline
+            column(("findings", i, "headline", "cost"), h.cost)
+            for part in ("cause", "where", "fix"):
+                headline_part(("findings", i, "headline", part), part, getattr(h, part))
     for i, part in enumerate(rule.advice):
         if part.when is not None and (problem := when_problem(part.when, columns, params, advice_trees[i])):
             fail(("advice", i, "when"), problem)
         for field in template_fields(part.text):
             column(("advice", i, "text"), field)
+        headline_part(("advice", i, "headline"), "fix", part.headline)
     for i, name in enumerate(rule.display):
         column(("display", i), name)

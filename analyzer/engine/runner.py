@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import duckdb
 from nsys_diagnose import limits
-from nsys_diagnose.engine import bounds
+from nsys_diagnose.engine import bounds, headlines
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.errors import UsageError
@@ -223,7 +223,7 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
                 finding = Finding(rule_id=rule.id, severity=spec.severity or rule.severity,
                                   message=render(spec.message, ev), fix=spec.fix or advice(rule, row, ev),
                                   impact_ns=int(impact) if impact is not None else None, evidence=ev,
-                                  claims=spec.claims)
+                                  claims=spec.claims, headline=headlines.parts(rule, spec, row, ev))
                 budget -= limits.json_size(finding.model_dump(mode="json"))
                 if budget < 0:
                     break

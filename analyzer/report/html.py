@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from nsys_diagnose.engine.model import Finding, Report, RuleResult
+from nsys_diagnose.kernel_labels import labels as kernel_labels
 from nsys_diagnose.report import markdown
 from nsys_diagnose.report.html_assets import CSS, JS
 from nsys_diagnose.report.html_budget import budget_section
@@ -29,7 +30,6 @@ from nsys_diagnose.report.html_text import (
     script_json,
 )
 from nsys_diagnose.report.html_timeline import finding_span, timeline_section
-from nsys_diagnose.report.kernel_labels import labels as kernel_labels
 from nsys_diagnose.units import duration, pct, size
 
 __all__ = ["clipped", "esc", "num", "page", "plain", "render", "script_json"]

@@ -58,11 +58,9 @@ def status_text(r: dict[str, Any]) -> str:
 
 
 def finding_text(r: dict[str, Any]) -> str:
-    """The top finding; the headline where no warning speaks for a report the rules could not fully
-    look at (it says what is missing rather than the most notable note)."""
-    if r.get("coverage") not in (None, "complete") and r.get("top_finding_severity") in (None, "info"):
-        return r.get("headline") or ""
-    return r.get("top_finding_message") or r.get("headline") or ""
+    """The report's headline (at most 30 words; it says what is missing where the rules could not
+    fully look), else the top finding's message (records written before headlines were short)."""
+    return r.get("headline") or r.get("top_finding_message") or ""
 
 
 def place_text(r: dict[str, Any], pid_label: str = "pid ") -> str:
@@ -130,7 +128,7 @@ def render_index(records: list[dict[str, Any]], jobs: list, *, seconds: float, i
         body.append(f'<p class="headline">Interrupted: {interrupted} input(s) were not analyzed; this index covers '
                     "the ones that finished.</p>")
     body.append('<div class="tablewrap"><table><thead><tr><th>report</th><th>status</th><th>bound</th>'
-                "<th>steady GPU busy</th><th>step median</th><th>headline finding</th><th>recoverable</th>"
+                "<th>steady GPU busy</th><th>step median</th><th>headline</th><th>recoverable</th>"
                 "<th>where</th><th>top kernel</th></tr></thead><tbody>"
                 + "".join(_report_row(r) for r in records) + "</tbody></table></div>")
     for title, rows in (("Failed", errors), ("Skipped", skipped)):

@@ -88,3 +88,23 @@ def labels(rows: list[tuple[str, str]]) -> dict[str, str]:
                 label = f"{label} #{counts[label]}"
             out[n] = label
     return out
+
+
+SHORT_LABEL_CHARS = 48
+
+
+def short_label(name: str, limit: int = SHORT_LABEL_CHARS) -> str:
+    """One kernel's name in a few characters, for a one-line headline: its short name (no return
+    type, namespace or argument list) with the first identifier of its template arguments, as
+    labels() tells kernels apart (`vectorized_elementwise_kernel<CUDAFunctor_add>`); a name still
+    longer than `limit` is cut at an underscore and ends with an ellipsis."""
+    text = name.strip()
+    head = text.split("<", 1)[0].split("(", 1)[0]
+    short = head.split()[-1].rsplit("::", 1)[-1] if head.split() else head
+    found = parts(text[text.find(short):] if short else text, short) if short else []
+    label = f"{short}<{found[0]}>" if found else short or text
+    if len(label) <= limit:
+        return label
+    cut = label[:limit - 1]
+    cut = cut[: cut.rfind("_")] if cut.rfind("_") > limit // 2 else cut
+    return cut + "\u2026"
