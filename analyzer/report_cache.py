@@ -65,6 +65,8 @@ class ReportCache:
             report = Report.model_validate(data["report"])
             if data.get("timeline") is not None:
                 report.timeline = Timeline.model_validate(data["timeline"])
+            for result in report.rules:  # not in the JSON report; the Markdown tables show these columns
+                result.display = list(data.get("display", {}).get(result.id, []))
         except (ValueError, KeyError, TypeError):  # intact, but of another layout
             warn(path, "cache entry of another layout")
             path.unlink(missing_ok=True)
@@ -74,7 +76,8 @@ class ReportCache:
 
     def put(self, key: str, report: Report) -> None:
         data = {"report": report.model_dump(mode="json"),
-                "timeline": report.timeline.model_dump(mode="json") if report.timeline else None}
+                "timeline": report.timeline.model_dump(mode="json") if report.timeline else None,
+                "display": {r.id: r.display for r in report.rules if r.display}}
         try:
             write_entry(self.folder / f"{key}.json", json.dumps(data, ensure_ascii=False))
         except OSError:

@@ -8,6 +8,7 @@ import shutil
 from nsys_diagnose import analyze as analyze_module
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.report import markdown
 
 from .conftest import FIXTURES
 
@@ -30,6 +31,9 @@ def test_a_repeat_run_is_read_back_without_opening_the_trace(tmp_path, monkeypat
     assert second.input.report_from_cache and second.input.from_cache
     assert findings(second) == findings(first) and second.headline == first.headline
     assert second.metrics == first.metrics
+    # the Markdown report is the same too: its tables' columns (not in the JSON) come back with it
+    assert [r.display for r in second.rules] == [r.display for r in first.rules]
+    assert markdown.render(second) == markdown.render(first)
 
 
 def test_the_timeline_survives_the_cache(tmp_path):

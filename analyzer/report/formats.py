@@ -12,11 +12,14 @@ TABLE_FORMATS = ("csv", "parquet")  # --tables-dir (report/tables.py)
 NEEDS_TIMELINE = {"html"}  # formats that draw the binned timeline (computed while the trace is open)
 
 
-def render(fmt: str, report: Report, *, rules: dict[str, Rule], fail_on: str) -> str:
+def render(fmt: str, report: Report, *, rules: dict[str, Rule], fail_on: str, verbose: bool = False) -> str:
+    """verbose: the Markdown report also shows the rules that passed and their tables."""
     if fmt == "github":
         return github.render(report)
     if fmt == "sarif":
         return sarif.render(report, rules)
     if fmt == "junit":
         return junit.render(report, fail_on)
+    if fmt == "md":
+        return markdown.render(report, verbose=verbose)
     return FORMATS[fmt](report)

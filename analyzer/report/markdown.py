@@ -1,4 +1,6 @@
-"""The Markdown report: headline, ranked findings with evidence and fix, then the tables."""
+"""The Markdown report: what fired first (headline, ranked findings with evidence and fix), then a
+compact budget, then the tables of the rules that fired; the rules that passed and their tables
+only with verbose=True (`--verbose`; `--tables-dir` writes every rule's rows)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,12 @@ def cell_format(column: str):
     return None
 
 
+def is_id(column: str) -> bool:
+    """Columns that name a thing (a process, thread, device, stream): printed as the trace and the
+    report's text print them, 1397, never as a quantity, 1,397."""
+    return column in ("pid", "tid", "device", "stream", "context") or column.endswith(("_id", "_pid", "_tid"))
+
+
 def cell(column: str, value: Any) -> str:
     if value is None:
         return ""
@@ -37,7 +45,7 @@ def cell(column: str, value: Any) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}"
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
+        return str(value) if is_id(column) else f"{value:,}"
     text = inline(str(value).replace("|", "\\|"))
     return text if len(text) <= 100 else text[:97] + "..."
 
@@ -50,16 +58,34 @@ def header(column: str) -> str:
     return column
 
 
+def headers(columns: list[str]) -> list[str]:
+    """Titles, one per column and no two alike: where two differ only by their unit suffix
+    (recoverable_ns, recoverable_pct), the share is titled as one ("recoverable share")."""
+    titles = [header(c) for c in columns]
+    return [f"{t} share" if c.endswith("_pct") and titles.count(t) > 1 else t for c, t in zip(columns, titles)]
+
+
+def more_rows(result: RuleResult, shown: int) -> str:
+    """Where the rows a table leaves out are, and only what is true: the JSON report keeps the
+    first rows_limit of them, --tables-dir writes all."""
+    more = result.row_count - shown
+    if more <= 0:
+        return ""
+    held = (f"the JSON report (`--format json`) holds the first {len(result.rows):,}; "
+            if shown < len(result.rows) < result.row_count else
+            "the JSON report holds them all; " if len(result.rows) == result.row_count else "")
+    return f"{more:,} more rows: {held}`--tables-dir DIR` writes all {result.row_count:,} to DIR/{result.id}.csv."
+
+
 def table(result: RuleResult) -> list[str]:
     if not result.rows:
         return []
     cols = result.display or list(result.rows[0])[:8]
-    lines = ["| " + " | ".join(header(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(headers(cols)) + " |", "|" + "---|" * len(cols)]
     for row in result.rows[:TABLE_ROWS]:
         lines.append("| " + " | ".join(cell(c, row.get(c)) for c in cols) + " |")
-    more = result.row_count - min(len(result.rows), TABLE_ROWS)
-    if more > 0:
-        lines.append(f"\n{more:,} more rows in the JSON report (`--format json`).")
+    if note := more_rows(result, min(len(result.rows), TABLE_ROWS)):
+        lines.append(f"\n{note}")
     return lines
 
 
@@ -83,7 +109,7 @@ def steady_lines(report: Report) -> list[str]:
     lines = []
     for s in ranked[:STEADY_LINES]:
         gpu = f"GPU {s.device_id}" + (f" ({inline(names[s.device_id])})" if names.get(s.device_id) else "")
-        lines.append(f"- **Steady state**, pid {s.pid} on {gpu}: {inline(s.summary)}.")
+        lines.append(f"- pid {s.pid} on {gpu}: {inline(s.summary)}.")
     if len(ranked) > STEADY_LINES:
         lines.append(f"- {len(ranked) - STEADY_LINES} more in the JSON report (`steady`, `budget`).")
     return lines + [""] if lines else []
@@ -104,25 +130,8 @@ def coverage_lines(report: Report) -> list[str]:
     return out + [""]
 
 
-def render(report: Report) -> str:
-    m = report.metrics
-    inp = report.input
-    version = (f"nsys {inp.nsys_version} (export schema {inp.export_schema_version or 'n/a'})" if inp.nsys_version
-               else f"nsys version unknown ({FLAVOURS.get(inp.schema_flavour or '', 'before 2021.4')})")
-    out = [f"# nsys-diagnose: {inline(Path(inp.path).name)}", ""]
-    out += steady_lines(report)
-    out += [f"**{inline(report.headline)}**", ""]
-    out += coverage_lines(report)
-    if report.findings and report.findings[0].severity != "info":
-        out += [f"Fix: {inline(report.findings[0].fix.strip())}", ""]
-    out.append(
-        f"{version} · trace window "
-        f"{duration(m.span_ns)} · GPU busy {duration(m.gpu_busy_ns)} ({pct(m.gpu_utilization_pct)} of "
-        f"{len(m.devices)} device(s) x window) · {m.kernel_count:,} kernels · {m.memcpy_count:,} memcpys · "
-        f"{m.memset_count:,} memsets · {m.api_count:,} CUDA API calls")
-    if inp.derived:
-        out += ["", derived_note(inp.derived)]
-    out += ["", "## Findings", ""]
+def finding_lines(report: Report) -> list[str]:
+    out: list[str] = []
     if not report.findings:
         out.append("None: the rules could not look (coverage above)." if report.coverage.status == "could-not-look"
                    else "None: no rule fired.")
@@ -142,7 +151,38 @@ def render(report: Report) -> str:
         fix = f.fix.strip()
         out.append(f"   - Fix: {inline(fix)}" if fix not in fixes else f"   - Fix: as for finding {fixes[fix]}.")
         fixes.setdefault(fix, i)
-    if m.devices:
+    return out
+
+
+def rules_line(report: Report) -> str:
+    """What the rules did, in one line: the counts, and what kept a rule from running."""
+    by: dict[str, list[RuleResult]] = {}
+    for r in report.rules:
+        by.setdefault(r.status, []).append(r)
+    counts = ", ".join(f"{len(by[s])} {s}" for s in ("fired", "passed", "skipped", "error") if by.get(s))
+    why = "; ".join(f"`{r.id}` {r.status}: {cell('reason', r.reason)}" for r in report.rules
+                    if r.status in ("skipped", "error"))
+    return f"{len(report.rules)} rules: {counts}." + (f" {why}." if why else "")
+
+
+def render(report: Report, *, verbose: bool = False) -> str:
+    """verbose: also the table of every rule's status and the tables of the rules that passed."""
+    m = report.metrics
+    inp = report.input
+    version = (f"nsys {inp.nsys_version} (export schema {inp.export_schema_version or 'n/a'})" if inp.nsys_version
+               else f"nsys version unknown ({FLAVOURS.get(inp.schema_flavour or '', 'before 2021.4')})")
+    out = [f"# nsys-diagnose: {inline(Path(inp.path).name)}", "", f"**{inline(report.headline)}**", ""]
+    out += coverage_lines(report)
+    out += ["## Findings", "", *finding_lines(report), "", "## Budget", ""]
+    out += steady_lines(report)
+    out.append(
+        f"{version} · trace window "
+        f"{duration(m.span_ns)} · GPU busy {duration(m.gpu_busy_ns)} ({pct(m.gpu_utilization_pct)} of "
+        f"{len(m.devices)} device(s) x window) · {m.kernel_count:,} kernels · {m.memcpy_count:,} memcpys · "
+        f"{m.memset_count:,} memsets · {m.api_count:,} CUDA API calls")
+    if inp.derived:
+        out += ["", derived_note(inp.derived)]
+    if len(m.devices) > 1 or (verbose and m.devices):
         out += ["", "## Devices", "", "| device | name | busy | utilization |", "|---|---|---|---|"]
         for d in m.devices:
             out.append(f"| {d.device_id} | {inline(d.name or 'unknown')} | {duration(d.busy_ns)} | {pct(d.utilization_pct)} |")
@@ -150,11 +190,15 @@ def render(report: Report) -> str:
         out += ["", "## Processes", "", "| pid | name | device | busy | utilization |", "|---|---|---|---|---|"]
         for p in m.processes:
             out.append(f"| {p.pid} | {cell('name', p.name)} | {p.device_id} | {duration(p.busy_ns)} | {pct(p.utilization_pct)} |")
-    out += ["", "## Rules", "", "| rule | status | findings | note |", "|---|---|---|---|"]
+    out += ["", "## Rules", "", rules_line(report)]
+    if verbose:
+        out += ["", "| rule | status | findings | note |", "|---|---|---|---|"]
+        for result in report.rules:
+            out.append(f"| `{result.id}` | {result.status} | {len(result.findings)} | {cell('reason', result.reason)} |")
+    else:
+        out.append("The rules that passed and their tables: `--verbose`; every rule's rows: `--tables-dir DIR`.")
     for result in report.rules:
-        out.append(f"| `{result.id}` | {result.status} | {len(result.findings)} | {cell('reason', result.reason)} |")
-    for result in report.rules:
-        rows = table(result)
+        rows = table(result) if verbose or result.status == "fired" else []
         if rows:
             out += ["", f"## {result.title} (`{result.id}`)", "", *rows]
     return "\n".join(out) + "\n"
