@@ -1,6 +1,7 @@
 """Command line: `nsys-diagnose REPORT.sqlite` analyzes; `rules` lists; `explain ID` documents.
 
-Exit codes: 0 no finding at or above --fail-on; 1 one is; 2 usage or input error.
+Exit codes: 0 no finding at or above --fail-on (default: warning); 1 one is; 2 usage or input
+error (the bare command, which prints the help, included); 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
 from nsys_diagnose.errors import DiagnoseError, UsageError
 from nsys_diagnose.ingest import progress
 from nsys_diagnose.ingest.database import is_interrupted
-from nsys_diagnose.output import output_file, write_atomic
+from nsys_diagnose.output import output_file, publish, say, write_atomic
 from nsys_diagnose.report import github, terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
 from nsys_diagnose.report.formats import render as render_format
@@ -35,9 +35,14 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class DefaultGroup(click.Group):
-    """A group whose first argument, when it is not a command, is a path for `analyze`."""
+    """A group whose first argument, when it is not a command, is a path for `analyze`. Its help
+    is analyze's too: `nsys-diagnose --help` lists the options people run it with (-o, --format,
+    --select), and each command's summary whole."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # the bare command: the help, as it prints for --help; 2, since nothing ran
+            click.echo(ctx.get_help())
+            sys.exit(2)
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
             self._refuse_mistyped_command(args[0])
             args = ["analyze", *args]
@@ -51,6 +56,22 @@ class DefaultGroup(click.Group):
         close = difflib.get_close_matches(word, list(self.commands), 1, 0.6)
         if close:
             raise UsageError(f"no command or file '{word}' (did you mean `nsys-diagnose {close[0]}`?)")
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_options(ctx, formatter)
+        analyze = self.commands["analyze"]
+        own_help = analyze.get_help_option(ctx)
+        records = [r for p in analyze.get_params(ctx)
+                   if isinstance(p, click.Option) and p is not own_help and (r := p.get_help_record(ctx))]
+        with formatter.section("Options of analyze (nsys-diagnose REPORT.sqlite [OPTIONS])"):
+            formatter.write_dl(records)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, cmd.get_short_help_str(limit=1000)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def fail_level_reached(report: Report, fail_on: str) -> bool:
@@ -73,6 +94,9 @@ def cli() -> None:
     nsys-diagnose compare BEFORE AFTER     did a change help? noise-aware verdict and deltas
     nsys-diagnose schema report            the JSON Schema of the report (or: compare)
     nsys-diagnose test-rules my-rules/     run a rules folder's scenarios (my-rules/_fixtures)
+
+    Exit codes: 0 no finding reaches --fail-on (default: warning), 1 one does, 2 a usage or input
+    error, 130 interrupted.
     """
 
 
@@ -84,7 +108,8 @@ def project_config(no_config: bool) -> ProjectConfig:
     return ProjectConfig() if no_config else load_config()
 
 
-@cli.command("analyze")
+@cli.command("analyze", short_help="Analyze one export, or a batch (a folder, several paths or a glob); "
+                                    "the default command.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice([*sorted(FORMATS), *CI_FORMATS]), default="md", show_default=True,
               help="md, json, html; for CI: github (annotations + job summary), sarif, junit.")
@@ -96,17 +121,19 @@ def project_config(no_config: bool) -> ProjectConfig:
 @click.option("--severity", "severities", multiple=True, metavar="ID=LEVEL",
               help="Give every finding of a rule (or category) this severity: info, warning, error; may repeat.")
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error", "never"]),
-              help="Exit 1 when a finding reaches this severity.  [default: error]")
+              help="Exit 1 when a finding reaches this severity.  [default: warning]")
 @input_options
 @click.option("--tables-dir", type=click.Path(path_type=Path), metavar="DIR",
               help="Also write every rule's full result rows here, one file per rule.")
 @click.option("--tables-format", type=click.Choice(TABLE_FORMATS), default="csv", show_default=True,
               help="File format of --tables-dir.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Markdown: also list every rule's status and show the tables of the rules that passed.")
 @config_option
 @batch_options
 def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dirs, sets, select, ignore, severities,
                 fail_on: str | None, no_cache: bool, cache_dir: Path | None, reader: str, tables_dir: Path | None,
-                tables_format: str, no_config: bool, **batch) -> None:
+                tables_format: str, verbose: bool, no_config: bool, **batch) -> None:
     """Analyze one export (.sqlite from `nsys export --type sqlite`), or a batch: a folder, several
     paths or a glob; a batch writes <name>.json + <name>.md per input and summary.md,
     reports.parquet and findings.parquet into -o DIR (default ./nsys-diagnose-out).
@@ -125,6 +152,9 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
                            fail_on=opts.fail_on, use_cache=not no_cache, cache_dir=cache_dir, reader=reader, **batch))
     path = paths[0]
     target = output_file(output, [path])  # None: stdout
+    if fmt == "html" and output is None and sys.stdout.isatty():  # before the analysis: it is refused either way
+        raise UsageError("--format html writes a web page, not text for a terminal: give -o report.html "
+                         "(or -o - to write it to stdout anyway)")
     with progress.shown(sys.stderr):  # stage and rows on a terminal while a long run works
         if tables_dir:
             report = analyze_with_tables(path, rules, overrides, chosen, tables_dir, tables_format,
@@ -134,21 +164,16 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
             report = analyze(path, rules=rules, overrides=overrides, select=chosen,
                              use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
                              timeline=fmt in NEEDS_TIMELINE)
-    text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on)
+    text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on, verbose=verbose)
     if target is not None:
-        write_atomic(target, text)
+        publish(target, text, say)
     elif fmt == "md" and terminal.wanted(sys.stdout):
-        terminal.show(text, full_report=full_report_command())
+        terminal.show(text, full_report=terminal.full_report_command())
     else:
         click.echo(text, nl=False)
     if fmt == "github":
         github.write_step_summary(report)
     sys.exit(1 if fail_level_reached(report, opts.fail_on) else 0)
-
-
-def full_report_command() -> str:
-    """This command line, writing the whole report to a file (the terminal shows one screen)."""
-    return shlex.join(["nsys-diagnose", *sys.argv[1:], "-o", "report.md"])
 
 
 def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt: str, **options) -> Report:
@@ -165,7 +190,7 @@ def analyze_with_tables(path: Path, rules, overrides, select, folder: Path, fmt:
     return report
 
 
-@cli.command("rules")
+@cli.command("rules", short_help="List the rules: id, severity, category and summary.")
 @rules_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
               help="text: one line per rule; json: every rule's fields, parameters and documentation; "
@@ -203,7 +228,7 @@ def rule_entry(rule: Rule) -> dict:
             "columns": rule.columns, "source": rule.source}
 
 
-@cli.command("explain")
+@cli.command("explain", short_help="Print one rule's documentation: what, why, fix, parameters, columns.")
 @click.argument("rule_id")
 @rules_option
 @config_option
@@ -229,7 +254,7 @@ def explain_cmd(rule_id: str, rule_dirs, no_config: bool) -> None:
     click.echo("\n".join(lines))
 
 
-@cli.command("schema")
+@cli.command("schema", short_help="Print the JSON Schema of the report or of the compare result.")
 @click.argument("name", required=False, type=click.Choice(["report", "compare"]))
 @click.option("--write", is_flag=True, help="Regenerate the schema files of a source checkout "
               "(analyzer/schemas/ and docs/schemas/) from the models.")
@@ -257,7 +282,7 @@ def schema_cmd(name: str | None, write: bool, check: bool) -> None:
         click.echo(contracts.text(name), nl=False)
 
 
-@cli.command("test-rules")
+@cli.command("test-rules", short_help="Run the scenarios of a folder of rules, like `semgrep test`.")
 @click.argument("rules_dir", type=click.Path(path_type=Path))
 @click.option("--fixtures", type=click.Path(path_type=Path), metavar="DIR",
               help="Scenario folder: one sub-folder per rule id, each with fires-*.yaml and quiet-*.yaml "

@@ -23,6 +23,9 @@ from nsys_diagnose.files import read_regular
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 TABLE = "nsys-diagnose"
+# Exit 1 when a warning fires, as ruff and sqlfluff exit 1 on any finding they report: notes (info)
+# describe the run and never fail it. No built-in rule has severity error, so "error" never fired.
+DEFAULT_FAIL_ON = "warning"
 
 
 class ProjectConfig(BaseModel):
@@ -124,4 +127,4 @@ def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=
                      ignore_origin="--ignore" if ignore else f"{cfg.origin} ignore")
     rules = with_severities(rules, cfg.severity, origin=f"{cfg.origin} severity")
     rules = with_severities(rules, parse_severities(severities))
-    return RunOptions(rules=rules, overrides=overrides, select=chosen, fail_on=fail_on or cfg.fail_on or "error")
+    return RunOptions(rules=rules, overrides=overrides, select=chosen, fail_on=fail_on or cfg.fail_on or DEFAULT_FAIL_ON)

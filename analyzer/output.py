@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
 from nsys_diagnose.errors import UsageError
 from nsys_diagnose.files import kind
+from nsys_diagnose.text import printable
 
 STDOUT = "-"  # `-o -`: the report goes to stdout
 
@@ -71,3 +73,33 @@ def write_atomic(path: Path, text: str | bytes) -> None:
         if isinstance(e, OSError):
             raise _naming(e, path) from None
         raise
+
+
+def missing_parents(path: Path) -> list[Path]:
+    """The folders above `path` that do not exist yet, outermost first."""
+    missing = []
+    for parent in path.absolute().parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    return missing[::-1]
+
+
+def publish(path: Path, text: str | bytes, say) -> None:
+    """Write a report the user asked for with -o, and say so, as linters do: `wrote PATH (SIZE)`
+    on stderr, and first which folder it created. Missing folders are created (as a batch's
+    -o DIR is), never silently: `say` receives one line per event."""
+    from nsys_diagnose.units import size
+
+    created = missing_parents(path)
+    write_atomic(path, text)
+    if created:
+        say(f"created folder {created[0]}")
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    say(f"wrote {path} ({size(len(data))})")
+
+
+def say(line: str) -> None:
+    """What was written where: one line on stderr (stdout holds only reports), file names shown
+    with their control characters escaped."""
+    print(printable(line), file=sys.stderr, flush=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -20,6 +21,12 @@ from pathlib import Path
 from .conftest import ROOT
 
 TIMEOUT_S = 60
+WROTE = re.compile(r"wrote .+ \([\d.]+ (B|kB|MB|GB)\)|created folder .+")
+
+
+def only_wrote(stderr: str) -> bool:
+    """stderr holds nothing but what -o says: `wrote PATH (SIZE)`, `created folder DIR`."""
+    return all(WROTE.fullmatch(line) for line in stderr.splitlines())
 
 
 @dataclass

@@ -19,7 +19,7 @@ SMALL_GAPS = ("--set", "gpu-idle-gaps.min_gap_ns=10000")  # hundreds of gaps: be
 def _report_and_tables(tmp_path, fmt):
     tables = tmp_path / "tables"
     r = call_cli(EXPORT, *SMALL_GAPS, "--format", "json", "-o", tmp_path / "r.json", "--tables-dir", tables,
-                 "--tables-format", fmt)
+                 "--tables-format", fmt, "--fail-on", "never")
     assert r.returncode == 0, r.stderr
     return json.loads((tmp_path / "r.json").read_text()), tables
 

@@ -14,10 +14,12 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.params import parse_overrides
 from nsys_diagnose.ingest import nsysrep
 from nsys_diagnose.ingest.database import check_input
-from nsys_diagnose.output import output_file, write_atomic
+from nsys_diagnose.output import output_file, publish, say
+from nsys_diagnose.report import terminal
 
 
-@click.command("compare")
+@click.command("compare", short_help="Compare two exports of one program, before and after a change: "
+                                    "a noise-aware verdict and what moved.")
 @click.argument("before", type=click.Path(path_type=Path))
 @click.argument("after", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["md", "json", "junit"]), default="md", show_default=True)
@@ -61,7 +63,9 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
                      use_cache=not no_cache, cache_dir=cache_dir, reader=reader)
     text = FORMATS[fmt](result, fail_pct)
     if target is not None:
-        write_atomic(target, text)
+        publish(target, text, say)
+    elif fmt == "md" and terminal.wanted(sys.stdout):  # rendered and cut to a screen, as analyze does
+        terminal.show(text, full_report=terminal.full_report_command("compare.md"))
     else:
         click.echo(text, nl=False)
     failed = fail_pct is not None and result.regression_beyond(fail_pct)

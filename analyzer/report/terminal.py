@@ -5,6 +5,7 @@ written with -o, the report is the plain Markdown of markdown.py, byte for byte.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import TextIO
 
@@ -17,6 +18,11 @@ def wanted(stream: TextIO) -> bool:
         return stream.isatty() and os.environ.get("TERM", "") != "dumb"
     except (AttributeError, ValueError):  # a closed or replaced stream
         return False
+
+
+def full_report_command(output: str = "report.md") -> str:
+    """This command line, writing the whole report to a file (the terminal shows one screen)."""
+    return shlex.join(["nsys-diagnose", *sys.argv[1:], "-o", output])
 
 
 def show(markdown_text: str, *, full_report: str, stream: TextIO | None = None) -> None:
