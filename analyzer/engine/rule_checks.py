@@ -215,8 +215,8 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
         if spec.headline is not None:
             h = spec.headline
             column(("findings", i, "headline", "cost"), h.cost)
-            for part in ("cause", "where", "fix"):
-                headline_part(("findings", i, "headline", part), part, getattr(h, part))
+            for name in ("cause", "where", "fix"):
+                headline_part(("findings", i, "headline", name), name, getattr(h, name))
     for i, part in enumerate(rule.advice):
         if part.when is not None and (problem := when_problem(part.when, columns, params, advice_trees[i])):
             fail(("advice", i, "when"), problem)
