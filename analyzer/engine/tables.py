@@ -26,7 +26,7 @@ def rule_table(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
         used = cursor.extract_statements(sql)[0].named_parameters
         timer.start()
         table = with_memory_retry(
-            cursor, lambda: cursor.execute(sql, {k: v for k, v in params.items() if k in used}).to_arrow_table())
+            cursor, lambda: _arrow(cursor.execute(sql, {k: v for k, v in params.items() if k in used})))
     finally:
         timer.cancel()
         cursor.close()
@@ -51,4 +51,12 @@ def plain_types(table: pa.Table) -> pa.Table:
         except pa.ArrowInvalid:  # beyond int64: as a float, like the JSON report's value
             column = pc.cast(column, pa.float64(), safe=False)
         table = table.set_column(i, f.name, column)
+    return table
+
+
+def _arrow(cursor: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The result as an Arrow table: to_arrow_table() from DuckDB 1.5 (where fetch_arrow_table() is
+    deprecated), fetch_arrow_table() before (1.4, the lowest DuckDB supported)."""
+    fetch = getattr(cursor, "to_arrow_table", None) or cursor.fetch_arrow_table
+    table: pa.Table = fetch()
     return table
