@@ -100,7 +100,41 @@ def empty_trace(tmp_path_factory):
     trace.close()
 
 
-needs_shared = pytest.mark.skipif(not H200.is_dir(), reason="../shared exports not present")
+# Tests that read the shared corpus (../shared/exports/, beside the clone: the H200 exports and the
+# public ones) carry this mark. A fresh clone has no ../shared: they are left out at collection,
+# and one line of the summary says how many, instead of a skip each (tests/conftest.py hooks below).
+needs_shared = pytest.mark.shared_corpus
+HAS_SHARED = H200.is_dir() and PUBLIC.is_dir()
+LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "shared_corpus: reads ../shared/exports (left out where it is absent)")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    left = [] if HAS_SHARED else [i for i in items if i.get_closest_marker("shared_corpus")]
+    if left:
+        kept = set(map(id, left))
+        items[:] = [i for i in items if id(i) not in kept]
+        config.hook.pytest_deselected(items=left)
+    config.stash[LEFT_OUT] = len(left)
+    if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the controller prints the line
+        config.workeroutput["shared_left_out"] = len(left)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist: each worker collected the same tests; its count reaches the controller here."""
+    count = getattr(node, "workeroutput", {}).get("shared_left_out", 0)
+    node.config.stash[LEFT_OUT] = max(node.config.stash.get(LEFT_OUT, 0), count)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    count = config.stash.get(LEFT_OUT, 0)
+    if count:
+        terminalreporter.write_line(f"{count} tests read the shared corpus ({SHARED / 'exports'}), which is not "
+                                    "here: left out (every other test ran)")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -8,7 +8,7 @@ import yaml
 from nsys_diagnose.ingest.database import open_trace
 from nsys_diagnose.synthetic import expand, write_export
 
-from .conftest import FIXTURES, H200, PUBLIC
+from .conftest import FIXTURES, H200, PUBLIC, needs_shared
 
 EXPORTS = sorted([*H200.glob("*.sqlite"), *PUBLIC.glob("*.sqlite"), *(FIXTURES / "exports").glob("*.sqlite")])
 
@@ -60,11 +60,10 @@ H200_VERDICTS = {  # verified in the traces (see fixtures/exports/PROVENANCE.md 
 }
 
 
+@needs_shared
 @pytest.mark.parametrize("name", sorted(H200_VERDICTS))
 def test_h200_budget_names_the_built_in_cause(name):
     path = H200 / f"{name}.sqlite"
-    if not path.exists():
-        pytest.skip("../shared exports not present")
     bound, kind, cause, place = H200_VERDICTS[name]
     t = open_trace(path)
     try:
@@ -75,11 +74,10 @@ def test_h200_budget_names_the_built_in_cause(name):
         t.close()
 
 
+@needs_shared
 def test_step_time_is_on_the_gpu_timeline():
     """The host enqueues compute_fp32's steps in microseconds; the GPU takes ~43 ms each."""
     path = H200 / "compute_fp32.sqlite"
-    if not path.exists():
-        pytest.skip("../shared exports not present")
     t = open_trace(path)
     try:
         median, = t.con.execute("SELECT step_median_ns FROM steady_summary").fetchone()

@@ -26,14 +26,14 @@ from nsys_diagnose.analyze import analyze
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest.database import open_trace
 
-from .conftest import FIXTURES, H200, PUBLIC, h200_names
+from .conftest import FIXTURES, H200, PUBLIC, h200_names, needs_shared
 from .synth import expand, union, write_export
 
 RULES = load_rules()
 COMM_RULES = ["comm-share", "comm-exposed", "comm-collectives", "comm-rank-skew"]
 TWO_GPU = PUBLIC / "GindaChen+nsys-ai__h100_2gpu_1s.sqlite"
 GOLDEN_KERNSUM = PUBLIC / "golden-nsys2022.4" / "GindaChen+nsys-ai__h100_2gpu_1s_gpukernsum.csv"
-needs_two_gpu = pytest.mark.skipif(not TWO_GPU.exists(), reason="../shared public 2-GPU export not present")
+needs_two_gpu = needs_shared  # the 2-GPU export is one of ../shared/exports/public
 
 # kernel short name in the original export -> NCCL kernel name it gets in the relabeled copy
 RELABEL = {"reduce_kernel": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
@@ -132,9 +132,7 @@ def test_two_gpu_window_has_no_nccl_kernel_and_the_rules_stay_quiet(two_gpu):
 # ---------------------------------------------------------------- relabeled copy: real timelines
 
 @pytest.fixture(scope="module")
-def relabeled(tmp_path_factory):
-    if not TWO_GPU.exists():
-        pytest.skip("../shared public 2-GPU export not present")
+def relabeled(tmp_path_factory):  # (its tests are needs_two_gpu)
     path = relabeled_copy(TWO_GPU, tmp_path_factory.mktemp("comm") / "h100_2gpu_relabeled.sqlite")
     trace = open_trace(path)
     yield path, trace, kernel_rows(trace)
@@ -148,6 +146,7 @@ def golden_family(prefix: str) -> tuple[int, int]:
     return sum(int(r["Instances"]) for r in rows), sum(int(r["Total Time (ns)"]) for r in rows)
 
 
+@needs_two_gpu
 def test_relabeled_timelines_count_kernels_without_launch_rows(relabeled):
     _, trace, rows = relabeled
     assert sum(r["launch_api"] is None for r in rows) > len(rows) / 3  # the derived window's dangling half
@@ -163,6 +162,7 @@ def test_relabeled_timelines_count_kernels_without_launch_rows(relabeled):
         assert sum(got.values()) + comm == sum(int(r["Total Time (ns)"]) for r in csv.DictReader(f))
 
 
+@needs_two_gpu
 def test_relabeled_exposed_share_per_device(relabeled):
     path, _, rows = relabeled
     want = reference_exposure(rows)
@@ -188,6 +188,7 @@ def test_relabeled_exposed_share_per_device(relabeled):
         assert (row["steady_comm_ns"], row["steady_exposed_ns"], row["window_ns"]) == (steady, steady, hi - lo)
 
 
+@needs_two_gpu
 def test_relabeled_collective_table(relabeled):
     path, _, rows = relabeled
     status, got, _ = rule_rows(path, "comm-collectives")
@@ -209,6 +210,7 @@ def test_relabeled_collective_table(relabeled):
         assert row["share_pct"] == pytest.approx(100.0 * sum(durations) / all_ns, abs=0.01)
 
 
+@needs_two_gpu
 def test_relabeled_rank_skew(relabeled):
     path, trace, rows = relabeled
     # the two ranks run the same program: instance k on GPU 0 is instance k on GPU 1 (no shift)
@@ -343,10 +345,9 @@ def test_exposure_matches_a_python_sweep_on_random_overlaps(tmp_path, seed):
 
 # ---------------------------------------------------------------- single-GPU exports
 
-@pytest.mark.parametrize("name", h200_names() or ["(none)"])
+@needs_shared
+@pytest.mark.parametrize("name", h200_names())
 def test_single_gpu_exports_never_fire(name):
-    if name == "(none)":
-        pytest.skip("../shared exports not present")
     report = analyze(H200 / f"{name}.sqlite", rules=RULES, select=COMM_RULES)
     for result in report.rules:
         assert result.status in ("passed", "skipped"), (result.id, result.reason)

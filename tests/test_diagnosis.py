@@ -11,7 +11,7 @@ import yaml
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.ingest.database import open_trace
 
-from .conftest import FIXTURES, H200, PUBLIC
+from .conftest import FIXTURES, H200, PUBLIC, needs_shared
 
 CORPUS = FIXTURES / "exports" / "corpus.yaml"
 ENTRIES = yaml.safe_load(CORPUS.read_text()) if CORPUS.exists() else []
@@ -42,11 +42,10 @@ def steady_warnings(report):
     return [f for f in report.findings if f.severity != "info" and f.recoverable_ns is not None]
 
 
+@needs_shared
 @pytest.mark.parametrize("name", sorted(H200_TOP))
 def test_h200_report_opens_with_the_verified_cause(name):
     path = H200 / f"{name}.sqlite"
-    if not path.exists():
-        pytest.skip("../shared exports not present")
     report = analyze(path)
     want = H200_TOP[name]
     if want is None:

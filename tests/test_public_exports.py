@@ -23,11 +23,11 @@ from nsys_diagnose.engine.model import Report
 from nsys_diagnose.engine.runner import run_rule
 from nsys_diagnose.ingest.database import open_trace
 
-from .conftest import PUBLIC, ROOT
+from .conftest import PUBLIC, ROOT, needs_shared
 
 GOLDEN = PUBLIC / "golden-nsys2022.4"
 NAMES = sorted(p.stem for p in PUBLIC.glob("*.sqlite")) if PUBLIC.is_dir() else []
-pytestmark = pytest.mark.skipif(not NAMES, reason="../shared/exports/public not present")
+pytestmark = needs_shared
 RULES = load_rules()
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
               "CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
