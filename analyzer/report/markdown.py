@@ -59,10 +59,12 @@ def header(column: str) -> str:
 
 
 def headers(columns: list[str]) -> list[str]:
-    """Titles, one per column and no two alike: where two differ only by their unit suffix
-    (recoverable_ns, recoverable_pct), the share is titled as one ("recoverable share")."""
+    """Titles, one per column and no two alike: where two differ only by their unit suffix, the
+    share is titled as one (recoverable_ns, recoverable_pct: "recoverable share") and the
+    duration as one (format, format_ns: "format time")."""
     titles = [header(c) for c in columns]
-    return [f"{t} share" if c.endswith("_pct") and titles.count(t) > 1 else t for c, t in zip(columns, titles)]
+    titles = [f"{t} share" if c.endswith("_pct") and titles.count(t) > 1 else t for c, t in zip(columns, titles)]
+    return [f"{t} time" if c.endswith("_ns") and titles.count(t) > 1 else t for c, t in zip(columns, titles)]
 
 
 def more_rows(result: RuleResult, shown: int) -> str:
