@@ -63,8 +63,6 @@ OPEN: dict[str, str] = {
                                   "'No bottleneck found'; call-flood stays info",
     "item_metrics_loop.sqlite": "issue 33: call-flood opens the report but does not name the NVTX range 'metrics' "
                                 "that holds the copies",
-    "pageable_tiny_h2d.sqlite": "call-flood opens the report but does not name the NVTX range 'upload' that holds "
-                                "the 645 pageable copies a step",
     "triton_autotune_per_shape.sqlite": "fusion-candidates opens the report on the autotuner's L2-flush fills "
                                         "(FillFunctor, 22.5 % of the steady state); the per-request re-tuning "
                                         "(330-530 trial launches, 21 device syncs a request) leaves unsteady-steps passed",

@@ -105,5 +105,10 @@ def test_only_steps_that_do_not_repeat_are_churn(path):
         finally:
             trace.close()
         assert top[:3] == ("idle", "step churn", "forward") and top[3] > 95
+    elif path.stem == "healthy_fp16_convnet_infer":
+        # step 4 is the first periodic readout: its argmax kernel's module loads lazily (one
+        # cuLibraryLoadData, 6.66 ms of a 14.2 ms step, against 7.57 ms for the usual step)
+        assert [(r["step"], r["mechanism"]) for r in churn] == [(4, "module loading")]
+        assert 0.05 * window < churn[0]["churn_ns"] < 0.08 * window
     else:
         assert sum(r["churn_ns"] or 0 for r in churn) <= 0.02 * window, churn

@@ -52,6 +52,10 @@ SELECT *,
          WHEN 'recompilation' THEN printf('they load new GPU code (%d module load%s, %d compiler process%s started): recompilation',
                                           module_loads, CASE WHEN module_loads = 1 THEN '' ELSE 's' END,
                                           spawns, CASE WHEN spawns = 1 THEN '' ELSE 'es' END)
+         WHEN 'module loading' THEN printf('they load GPU code on its first use (%d module load%s, taking most of '
+                                           || 'their extra time; %d kernel name%s not run before): lazy module loading',
+                                           module_loads, CASE WHEN module_loads = 1 THEN '' ELSE 's' END,
+                                           new_kernel_names, CASE WHEN new_kernel_names = 1 THEN '' ELSE 's' END)
          WHEN 'algorithm search' THEN printf('each makes a median %d event and synchronize calls%s, around '
                                              || 'trial kernels (%d kernel name%s not run before): an algorithm search '
                                              || '(cuDNN benchmark mode meeting new shapes, Triton or Inductor autotuning)',

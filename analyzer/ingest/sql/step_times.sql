@@ -84,6 +84,7 @@ FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid);
 -- @column search_calls: event calls (record, synchronize, query, elapsed time) and
 -- device or stream synchronizations started in the step, count
 -- @column module_loads: cuModuleLoad*/cuLibraryLoad* calls started in the step, count
+-- @column load_ns: their summed durations, ns
 -- @column spawns: processes started in the step (posix_spawn, fork, execve; 0 without OS tracing), count
 -- @column marks_start_ns: start of the first event call, module load or spawn of the step, ns; NULL without one
 -- @column marks_end_ns: end of the last of them, ns; NULL without one
@@ -108,13 +109,14 @@ bounds AS (
 marks AS (
   SELECT pid, start_ns, end_ns, (category = 'sync' OR api LIKE '%Event%') AND api NOT LIKE '%StreamWaitEvent%' AS search,
          api LIKE '%Event%' AND api NOT LIKE '%StreamWaitEvent%' AS event,
-         regexp_matches(api, '^cu(da)?(Module|Library)Load') AS load, false AS spawn
+         regexp_matches(api, '^cu(da)?(Module|Library)Load') AS load, false AS spawn, duration_ns
   FROM api_calls WHERE category IN ('event', 'sync', 'module')
   UNION ALL
-  SELECT pid, start_ns, end_ns, false, false, false, true FROM osrt_calls
+  SELECT pid, start_ns, end_ns, false, false, false, true, 0 FROM osrt_calls
   WHERE name IN ('posix_spawn', 'posix_spawnp', 'fork', 'vfork', 'execve')),
 per_marks AS (
   SELECT s.pid, s.step, count(*) FILTER (WHERE m.search) AS search_calls, count(*) FILTER (WHERE m.load) AS module_loads,
+         sum(m.duration_ns) FILTER (WHERE m.load) AS load_ns,
          count(*) FILTER (WHERE m.spawn) AS spawns,
          min(m.start_ns) FILTER (WHERE m.event OR m.load OR m.spawn) AS marks_start_ns,
          max(m.end_ns) FILTER (WHERE m.event OR m.load OR m.spawn) AS marks_end_ns
@@ -128,6 +130,7 @@ SELECT b.pid, b.step, b.start_ns, b.bound_ns,
        coalesce(k.new_kernel_names, 0) AS new_kernel_names, coalesce(p.shapes, 0) AS shapes,
        coalesce(k.kernel_ns, 0) AS kernel_ns, coalesce(k.kernel_set, 0) AS kernel_set, coalesce(p.shape_set, 0) AS shape_set,
        coalesce(m.search_calls, 0) AS search_calls, coalesce(m.module_loads, 0) AS module_loads,
+       coalesce(m.load_ns, 0)::BIGINT AS load_ns,
        coalesce(m.spawns, 0) AS spawns, m.marks_start_ns, m.marks_end_ns
 FROM bounds b LEFT JOIN steady_state w USING (pid) LEFT JOIN per_name k USING (pid, step)
 LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
@@ -152,8 +155,10 @@ LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 -- @column usual_search_calls: median search_calls of the alike steps, count (0 without)
 -- @column search: true when search_calls is at least search_min_calls and search_factor times usual_search_calls
 -- @column churn: true for a churn step
--- @column mechanism: for a churn step: recompilation (module loads or spawns), algorithm search
--- (search), changing shapes (same kernels, other shapes) or different work; else NULL
+-- @column mechanism: for a churn step: recompilation (spawns, or module loads around other host
+-- work), module loading (the load calls themselves take at least half of the churn: code loaded
+-- lazily on its first use, CUDA_MODULE_LOADING=LAZY), algorithm search (search), changing shapes
+-- (same kernels, other shapes) or different work; else NULL
 -- @column churn_ns: a churn step's period beyond usual_period_ns, ns; NULL when there is no usual step
 -- @column window_start_ns: start of the churn window (bound_ns, or marks_start_ns without a usual step), ns
 -- @column window_end_ns: end of the churn window, ns
@@ -196,7 +201,10 @@ classed AS (
   FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st)
 SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS same_kernels, usual_period_ns::BIGINT AS usual_period_ns,
        usual_search_calls, search, churn,
-       CASE WHEN churn THEN CASE WHEN spawns > 0 OR (module_loads > 0 AND NOT search) THEN 'recompilation'
+       CASE WHEN churn THEN CASE WHEN spawns = 0 AND module_loads > 0 AND NOT search
+                                      AND load_ns >= 0.5 * coalesce(period_ns - usual_period_ns, marks_end_ns - marks_start_ns)
+                                 THEN 'module loading'
+                                 WHEN spawns > 0 OR (module_loads > 0 AND NOT search) THEN 'recompilation'
                                  WHEN search THEN 'algorithm search'
                                  WHEN same_kernels THEN 'changing shapes' ELSE 'different work' END END AS mechanism,
        CASE WHEN churn THEN (period_ns - usual_period_ns)::BIGINT END AS churn_ns,
