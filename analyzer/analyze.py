@@ -11,7 +11,7 @@ from nsys_diagnose.analyses import budget as step_budget
 from nsys_diagnose.analyses import coverage as capture_coverage
 from nsys_diagnose.analyses import timeline as timeline_bins
 from nsys_diagnose.analyses.metrics import compute, export_info
-from nsys_diagnose.engine import claims
+from nsys_diagnose.engine import claims, fixes
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule, RuleResult
 from nsys_diagnose.engine.runner import rule_timeout_s, run_rules
@@ -116,6 +116,7 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
         results = withhold(results)
     findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady))
     lead = step_budget.primary(steady)
+    fixes.apply(findings, fixes.read(con), lead)
     origin = export_info(con)
     given = trace.report or trace.path  # a .nsys-rep is reported as given, not as its export
     return Report(

@@ -20,7 +20,8 @@ from nsys_diagnose.units import duration, pct
 MAX_WORDS = 30
 ORDER = ("verdict", "cause", "where", "who", "cost", "fix", "gain")
 DROP_FIRST = ("who", "where", "gain")  # what goes, in this order, when the headline is too long
-BOUND_WORDS = {"gpu-bound": "GPU-bound", "host-bound": "Host-bound", "mixed": "Mixed"}
+BOUND_WORDS = {"gpu-bound": "GPU-bound", "host-bound": "Host-bound", "mixed": "Mixed",
+               "kernel-bound": "Kernel-bound", "copy-bound": "Copy-bound"}
 
 
 def words(text: str) -> int:
@@ -31,8 +32,7 @@ def verdict(s: SteadyState | None, metrics: Metrics) -> str:
     """The steady state's verdict and GPU busy share; the whole trace's share without one."""
     if s is None:
         return f"GPU busy {pct(metrics.gpu_utilization_pct)} of the trace"
-    phrase = getattr(s, "verdict", None)  # a finer verdict class, where the budget names one
-    phrase = phrase if isinstance(phrase, str) and phrase else BOUND_WORDS.get(s.bound, s.bound)
+    phrase = BOUND_WORDS.get(s.verdict_class or s.bound, s.verdict_class or s.bound)  # docs/verdict.md
     return f"{phrase[:1].upper()}{phrase[1:]} (GPU busy {pct(s.busy_pct)})"
 
 

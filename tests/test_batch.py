@@ -203,12 +203,15 @@ def test_batch_tables_carry_the_steady_state_severity_and_place_most_severe_firs
     reports = pl.read_parquet(out / "reports.parquet").to_dicts()
     ok = [r for r in reports if r["status"] == "ok"]
     assert [r["status"] for r in reports] == ["ok"] * len(ok) + ["error"]  # failed inputs last
-    assert [stake_order(r["top_finding_severity"], r["top_finding_recoverable_ns"], r["top_finding_impact_ns"])
-            for r in ok] == sorted(stake_order(r["top_finding_severity"], r["top_finding_recoverable_ns"],
-                                               r["top_finding_impact_ns"]) for r in ok)
+    # reports: the most severe top finding first, then by every finding's recoverable time (never a
+    # time at stake the trace does not bound)
+    run_order = [(-SEVERITY.get(r["top_finding_severity"], -1), -(r["recoverable_ns"] or 0)) for r in ok]
+    assert run_order == sorted(run_order)
     row = next(r for r in ok if r["name"] == "dataloader_bound")
     doc = json.loads((out / "dataloader_bound.json").read_text())
     lead = max(doc["steady"], key=lambda s: (s["busy_ns"], s["window_ns"]))
+    assert row["recoverable_ns"] == sum(f["recoverable_ns"] or 0 for f in doc["findings"])
+    assert (row["verdict_class"], row["verdict"]) == (lead["verdict_class"], lead["verdict"]) and row["verdict"]
     assert (row["bound"], row["steady_utilization_pct"], row["steady_step_median_ns"]) == (
         lead["bound"], doc["steady_utilization_pct"], doc["step_median_ns"]) == ("host-bound", lead["busy_pct"],
                                                                                 lead["step_median_ns"])
@@ -229,15 +232,15 @@ def test_batch_tables_carry_the_steady_state_severity_and_place_most_severe_firs
     assert set(mine["bound"].to_list()) == {"host-bound"} and set(mine["pid"].drop_nulls().to_list()) == {lead["pid"]}
 
     summary = (out / "summary.md").read_text()
-    assert ("| report | status | bound | steady GPU busy | step median | severity | headline | recoverable "
-            "| pid · GPU | top kernel |") in summary
+    assert ("| report | status | verdict | steady GPU busy | step median | severity | headline "
+            "| recoverable (all findings) | pid · GPU | top kernel |") in summary
     lines = summary.splitlines()
     first = lines.index(next(x for x in lines if x.startswith("| report |"))) + 2
     table = lines[first: lines.index("", first)]  # the reports table, not the rank table below it
     assert [line.split("]")[0][3:] if line.startswith("| [") else "rank1_corrupt" for line in table] == [
         r["name"] for r in reports]
     line = next(x for x in table if x.startswith("| [dataloader_bound]"))
-    assert "| host-bound |" in line and f"| {top['severity']} |" in line and f"| {lead['pid']} · GPU 0 |" in line
+    assert f"| {lead['verdict_class']} |" in line and f"| {top['severity']} |" in line and f"| {lead['pid']} · GPU 0 |" in line
     assert f"| {doc['headline']} |" in line  # the whole headline, never cut
 
 

@@ -37,22 +37,54 @@ def compute(con: duckdb.DuckDBPyConnection) -> tuple[list[BudgetRow], list[Stead
     names = [d[0] for d in cur.description]
     budget = [BudgetRow(**dict(zip(names, r))) for r in cur.fetchall()]
     cur = con.execute("SELECT device_id, pid, start_ns, end_ns, window_ns, steps, step_median_ns, step_mean_ns, "
-                      "busy_ns, busy_pct, idle_ns, bound, method FROM steady_summary ORDER BY device_id, pid")
+                      "busy_ns, busy_pct, idle_ns, bound, method, verdict_class, verdict_cause, verdict_detail, "
+                      "verdict_pct FROM steady_summary ORDER BY device_id, pid")
     names = [d[0] for d in cur.description]
     steady = []
     for r in cur.fetchall():
         row = dict(zip(names, r))
+        row["verdict"] = verdict(row)
         mine = [b for b in budget if b.device_id == row["device_id"] and b.pid == row["pid"]]
         steady.append(SteadyState(**row, summary=summary(row, mine)))
     return budget, steady
 
 
+def _cause_words(cause: str, detail: str | None, *, idle: bool) -> str:
+    if not idle:
+        return cause
+    where = f' in "{detail}"' if detail else ""
+    return f"{labels().get(('idle', cause), cause)}{where}"
+
+
+def verdict(s: dict) -> str | None:
+    """What fills the step, in words, from steady_summary's verdict columns (docs/verdict.md):
+    'copy-bound: Host-to-Device copies from pageable memory hold 97.2 % of the steady state'."""
+    cls, cause, detail, share = s.get("verdict_class"), s.get("verdict_cause"), s.get("verdict_detail"), s.get("verdict_pct")
+    if cls is None or cause is None:
+        return cls
+    held = f"hold {pct(share)} of the steady state"
+    if cls == "kernel-bound":
+        return f"kernel-bound: {cause} kernels {held}" if cause != "CUDA graph replays" else f"kernel-bound: {cause} {held}"
+    if cls == "copy-bound":
+        memory = f" from {detail} host memory" if detail and cause == "Host-to-Device" else \
+            f" to {detail} host memory" if detail else ""
+        most = "memsets" if cause == "memsets" else f"{cause}{memory}"
+        return f"copy-bound: copies and memsets {held}, most of it {most}"
+    if cls == "host-bound":
+        return (f"host-bound: the GPU waits on {_cause_words(cause, detail, idle=True)}, "
+                f"{pct(share)} of the steady state")
+    idle = ("gpu", cause) not in labels()
+    what = f"idle on {_cause_words(cause, detail, idle=True)}" if idle else f"{cause} kernels"
+    return (f"mixed: GPU busy {pct(s['busy_pct'])}, idle {pct(100 - s['busy_pct'])}; "
+            f"the largest slice is {what}, {pct(share)} of the steady state")
+
+
 def summary(s: dict, rows: list[BudgetRow]) -> str:
-    """'host-bound: 96.7 % idle: host code in "Data Loading", 2.1 % copies, ...'"""
+    """'host-bound: the GPU waits on ... (12 steps, ...; GPU busy 3.3 % of the ...): 96.7 % idle: host code in "Data Loading", ...'"""
     parts = [f"{pct(b.pct)} {slice_words(b.kind, b.cause, b.place)}" for b in rows if b.pct >= SUMMARY_MIN_PCT]
     steps = f"{s['steps']} steps, median {duration(s['step_median_ns'])}; " if s.get("steps") and s.get("step_median_ns") else ""
-    return (f"{s['bound']} ({steps}GPU busy {pct(s['busy_pct'])} of the {duration(s['window_ns'])} steady state): "
-            + (", ".join(parts[:SUMMARY_PARTS]) or "no slice over 1 %"))
+    return (f"{s.get('verdict') or s['bound']} ({steps}GPU busy {pct(s['busy_pct'])} of the {duration(s['window_ns'])} "
+            "steady state): " + (", ".join(parts[:SUMMARY_PARTS]) or "no slice over 1 %"))
 
 
 def primary(steady: list[SteadyState]) -> SteadyState | None:

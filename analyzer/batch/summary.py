@@ -3,15 +3,18 @@ datasets for queries (DuckDB: `SELECT * FROM 'out/reports.parquet'`; polars: pl.
 
 - reports.parquet: one row per input (analyzed, failed or skipped): status, error, every
   scalar of the report's `metrics` block, its coverage (complete, partial or could-not-look, and
-  the gaps' ids: docs/coverage.md), the leading steady state (bound, steady_utilization_pct,
+  the gaps' ids: docs/coverage.md), the leading steady state (bound, verdict_class, verdict,
+  steady_utilization_pct,
   steady_step_median_ns, its pid and device), devices and processes as lists of structs, the top
-  finding (severity, recoverable time, pid, device) and top kernel, the rule statuses, and the
+  finding (severity, recoverable time, pid, device), the report's recoverable time (recoverable_ns:
+  every finding's, docs/recoverable.md) and top kernel, the rule statuses, and the
   rank-of-a-job columns;
 - findings.parquet: one row per finding of every report, with its severity, recoverable time,
   pid and device, and the steady-state figures of its (device, process).
 
-Both, and summary.md's table, list the most severe first, then by the time a fix can give back
-(the order each report ranks its own findings in: analyze.rank), failed and skipped inputs last.
+Both, and summary.md's table, list the most severe first, then by the time fixes can give back
+(reports: every finding's recoverable time, recoverable_ns; findings: their own, in the order
+each report ranks its findings: analyze.rank), failed and skipped inputs last.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ TAIL = {"device_count": I64, "process_count": I64, "devices": pa.list_(DEVICE), 
 # the leading steady state (the (device, process) with the most GPU work) and the top finding's
 # place: columns of their own, not only inside the JSON
 STEADY = {"coverage": STR, "coverage_gaps": pa.list_(STR),
-          "bound": STR, "steady_utilization_pct": F64, "steady_step_median_ns": I64, "steady_steps": I64,
+          "bound": STR, "verdict_class": STR, "verdict": STR, "recoverable_ns": I64,
+          "steady_utilization_pct": F64, "steady_step_median_ns": I64, "steady_steps": I64,
           "steady_window_ns": I64, "steady_pid": I64, "steady_device_id": I64,
           "top_finding_recoverable_ns": I64, "top_finding_pid": I64, "top_finding_device_id": I64}
 FINDING_TYPES = {"name": STR, "path": STR, "finding_rank": I64, "rule_id": STR, "severity": STR,
@@ -91,9 +95,12 @@ def order_key(severity: str | None, recoverable_ns: int | None, impact_ns: int |
 
 
 def record_key(rec: dict[str, Any]) -> tuple:
+    """Failed and skipped last; then the most severe top finding; then the time the report's fixes
+    could win (recoverable_ns: every finding's recoverable time, each budget slice counted once,
+    docs/recoverable.md), never a time at stake the trace does not bound."""
     failed = {"ok": 0, "error": 1}.get(rec["status"], 2)
-    return (failed, *order_key(rec.get("top_finding_severity"), rec.get("top_finding_recoverable_ns"),
-                               rec.get("top_finding_impact_ns")), rec["name"].lower())
+    return (failed, -SEVERITY_RANK.get(rec.get("top_finding_severity"), -1), -(rec.get("recoverable_ns") or 0),
+            rec["name"].lower())
 
 
 def ranked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -137,7 +144,10 @@ def record(out: Outcome, json_file: str | None, report_file: str | None) -> dict
     lead = lead_steady(doc.get("steady", []))
     pid, dev = place(top.get("evidence") or {}, doc.get("steady", []))
     rec.update(
-        bound=lead["bound"] if lead else None, steady_utilization_pct=doc.get("steady_utilization_pct"),
+        bound=lead["bound"] if lead else None, verdict_class=lead.get("verdict_class") if lead else None,
+        verdict=lead.get("verdict") if lead else None,
+        recoverable_ns=sum(f["recoverable_ns"] for f in findings if f.get("recoverable_ns") is not None),
+        steady_utilization_pct=doc.get("steady_utilization_pct"),
         steady_step_median_ns=doc.get("step_median_ns"), steady_steps=lead.get("steps") if lead else None,
         steady_window_ns=lead["window_ns"] if lead else None, steady_pid=lead["pid"] if lead else None,
         steady_device_id=lead["device_id"] if lead else None,
@@ -228,14 +238,14 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
     if interrupted:
         lines += ["", f"**Interrupted: {interrupted} input(s) were not analyzed; this summary covers "
                       f"the ones that finished.**"]
-    lines += ["", "| report | status | bound | steady GPU busy | step median | severity | headline "
-                  "| recoverable | pid · GPU | top kernel |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| report | status | verdict | steady GPU busy | step median | severity | headline "
+                  "| recoverable (all findings) | pid · GPU | top kernel |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in ranked(records):
         if r["status"] == "ok":
             finding = html_index.finding_text(r)  # whole: at most 30 words (headline.py)
             kernel = r.get("_top_kernel_short") or r["top_kernel"]
             kernel = f"{_cell(kernel, 60)} ({pct(r['top_kernel_share_pct'])})" if kernel else ""
-            lines.append(f"| {_link(r)} | {_cell(html_index.status_text(r))} | {r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
+            lines.append(f"| {_link(r)} | {_cell(html_index.status_text(r))} | {r.get('verdict_class') or r['bound'] or ''} | {busy_cell(r)} | {step_cell(r)} "
                          f"| {r['top_finding_severity'] or ''} | {_cell(finding, 1000)} | {html_index.stake_text(r)} | {html_index.place_text(r, '')} "
                          f"| {kernel} |")
         else:
@@ -261,8 +271,8 @@ def markdown(records: list[dict[str, Any]], jobs: list[Job], *, seconds: float, 
         named = ", ".join(job.stragglers) or "none"
         lines += ["", f"Stragglers: {named}."]
     lines += ["", "Every report's metrics: `reports.parquet`; every finding: `findings.parquet`, e.g. "
-              "`duckdb.sql(\"SELECT name, bound, steady_utilization_pct, top_finding_severity, top_finding_message FROM "
-              "'reports.parquet' ORDER BY top_finding_recoverable_ns DESC\")` (Python, `import duckdb`)."]
+              "`duckdb.sql(\"SELECT name, verdict, steady_utilization_pct, top_finding_severity, top_finding_message FROM "
+              "'reports.parquet' ORDER BY recoverable_ns DESC\")` (Python, `import duckdb`)."]
     return "\n".join(lines) + "\n"
 
 

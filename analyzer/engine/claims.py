@@ -1,16 +1,22 @@
 """Findings drawn on the step-time budget (ingest/sql/budget.sql).
 
 A finding whose spec declares `claims` takes its time from one slice of the budget of its
-(device, process): its recoverable time is its own estimate bounded by that slice. Its severity
-then follows the critical path: a GPU-side saving on a host-bound step, or a host-side one on a
-GPU-bound step, is info, with a note saying why. Findings whose slices share most of the
+(device, process). Its recoverable time (docs/recoverable.md) is the time the fix it names could
+plausibly win: the rule's own evidence-bound estimate (its spec's `recoverable_ns` column; for idle
+time the host causes, the idle time itself), never more than its slice, and None for GPU time whose
+saving the trace cannot bound (a kernel already at tensor-core rate, an opaque graph replay). Its
+severity then follows the critical path: a GPU-side saving on a host-bound step, or a host-side one
+on a GPU-bound step, is info, with a note saying why. Findings whose slices share most of the
 smaller one's time are one problem seen by several rules: they merge into the one that speaks
-for the slice, the others becoming its evidence.
+for the slice, the others becoming its evidence. What is left of a slice after one finding's
+recoverable time is all another finding can recover from it: a nanosecond is never recovered twice.
 """
 
 from __future__ import annotations
 
-from nsys_diagnose.engine.model import SEVERITY_RANK, BudgetRow, Finding, Related, SteadyState
+from typing import Any
+
+from nsys_diagnose.engine.model import SEVERITY_RANK, BudgetRow, Finding, FindingSpec, Related, SteadyState
 from nsys_diagnose.units import duration, pct
 
 MIN_SHARE_PCT = 2.0  # a slice under this share of the steady state does not limit the step
@@ -53,16 +59,31 @@ def _steady_of(f: Finding, steady: list[SteadyState]) -> SteadyState | None:
     return max(mine, key=lambda s: s.busy_ns) if mine else None
 
 
+def estimate(spec: FindingSpec, evidence: dict[str, Any], impact_ns: int | None) -> int | None:
+    """The rule's bound on what its fix wins, before the slice bounds it: its spec's recoverable_ns
+    column where it names one (None where the row holds none); else, for idle time, the time at
+    stake (the idle time a host cause makes is what removing the cause gives back); else None:
+    GPU time is not all winnable, and only the rule can say which part is (a format's peak ratio,
+    copies that could overlap)."""
+    if spec.recoverable_ns is not None:
+        value = evidence.get(spec.recoverable_ns)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return impact_ns if spec.claims is not None and spec.claims.kind == "idle" else None
+
+
 def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[SteadyState]) -> None:
     s = _steady_of(f, steady)
     if s is None:
         return
     ns = sum(r.ns for r in rows)
-    f.recoverable_ns = min(f.impact_ns, ns) if f.impact_ns is not None else ns
+    f.recoverable_ns = None if f.estimate_ns is None else max(0, min(f.estimate_ns, ns))
     f.claim = _describe(f, rows, place, s.window_ns)
+    if f.recoverable_ns is None and ns > 0:
+        f.note = ("Recoverable time not estimated: the trace does not bound what the fix wins on this GPU "
+                  "time (docs/recoverable.md).")
     if f.severity == "info":
         return
-    share = 100 * f.recoverable_ns / s.window_ns
+    share = 100 * (f.recoverable_ns if f.recoverable_ns is not None else ns) / s.window_ns
     if share < MIN_SHARE_PCT:
         f.severity = "info"
         f.note = (f"At most {duration(f.recoverable_ns)} of it ({pct(share)} of the steady state) is on the "
@@ -117,4 +138,26 @@ def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyS
         if SEVERITY_RANK[f.severity] > SEVERITY_RANK[home.severity] and (f.recoverable_ns or 0) > 0:
             home.severity = f.severity
             home.note = None
+    _share_out(primaries, slices)
     return primaries + others
+
+
+def _share_out(primaries: list[Finding], slices: dict[int, dict[tuple, int]]) -> None:
+    """Each budget row's time recovered once: findings take their recoverable time from their
+    slice's rows, the most severe and largest first, each from what the ones before left (in
+    proportion to what is left in each row), so that findings on overlapping slices that did not
+    merge never add up to more than the rows hold."""
+    left: dict[tuple, float] = {}
+    for f in sorted(primaries, key=lambda f: (-SEVERITY_RANK[f.severity], -(f.recoverable_ns or 0))):
+        if not f.recoverable_ns:
+            continue
+        mine = slices[id(f)]
+        avail = {k: left.get(k, ns) for k, ns in mine.items()}
+        total = sum(avail.values())
+        take = min(f.recoverable_ns, int(total))
+        if take < f.recoverable_ns:
+            f.note = (f"{duration(f.recoverable_ns - take)} of its estimate is recovered by a finding above "
+                      "on the same GPU time or idle time, so it is not counted twice.")
+            f.recoverable_ns = take
+        for k, ns in avail.items():
+            left[k] = ns - take * ns / total if total else ns

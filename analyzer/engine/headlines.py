@@ -59,11 +59,13 @@ def parts(rule: Rule, spec: FindingSpec, flags: dict[str, Any], row: dict[str, A
     where = _optional(h.where, row) if h else None
     if where is None and (h is None or h.where is None) and spec.claims and spec.claims.place:
         where = _optional(f'in "{{{spec.claims.place}}}"', row)
-    fix = next((_optional(p.headline, row) for i, p in enumerate(rule.advice)
-                if p.headline and (not p.when or flags.get(f"__advice_{i}"))), None)
-    if fix is None and h is not None:
-        fix = _optional(h.fix, row)
+    options = [(text, tuple(p.fixes)) for i, p in enumerate(rule.advice)
+               if p.headline and (not p.when or flags.get(f"__advice_{i}"))
+               and (text := _optional(p.headline, row)) is not None]
+    if h is not None and (text := _optional(h.fix, row)) is not None:
+        options.append((text, tuple(spec.fixes)))
     cost_column = (h.cost if h and h.cost else None) or spec.impact_ns
     cost = row.get(cost_column) if cost_column else None
-    return HeadlineParts(cause=cause or default_cause(rule.title), where=where, fix=fix,
+    return HeadlineParts(cause=cause or default_cause(rule.title), where=where,
+                         fix=options[0][0] if options else None, fix_options=options,
                          cost_ns=int(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost >= 0 else None)

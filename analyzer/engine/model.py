@@ -24,10 +24,20 @@ class Param(Strict):
     max: float | None = None
 
 
+# What a piece of advice recommends, so that the engine can check it against the trace before it is
+# shown (engine/fixes.py, the fix_facts table of sql/40_budget.sql): a fix the trace shows done already
+# (graphs replayed, copies pinned, math on tensor cores, fused kernels) or that a busy GPU makes moot
+# (launch and sync fixes) is never advised.
+FixTag = Literal["cuda-graphs", "fewer-launches", "fewer-syncs", "pinned-memory", "async-copies",
+                 "mixed-precision", "fused-optimizer", "kernel-fusion"]
+
+
 class Docs(Strict):
     what: str
     why: str
     fix: str
+    fixes: list[FixTag] = Field(default_factory=list, description="what `fix` recommends (checked against "
+                                "the trace: docs/recoverable.md)")
     references: list[str] = []
 
 
@@ -37,6 +47,8 @@ class AdvicePart(Strict):
                                                 "the part is given only where it holds")
     headline: str | None = Field(None, description="this part's fix in a few imperative words, for the "
                                  "report's headline (template over result columns)")
+    fixes: list[FixTag] = Field(default_factory=list, description="what the part recommends; the part is "
+                                "left out where the trace shows it done or a busy GPU makes it moot")
 
 
 class HeadlineSpec(Strict):
@@ -67,7 +79,12 @@ class FindingSpec(Strict):
     message: str = Field(description="template over result columns, e.g. {total_ns:dur}")
     severity: Severity | None = None
     impact_ns: str | None = Field(None, description="result column: time at stake, ranks findings")
+    recoverable_ns: str | None = Field(None, description="result column: the time the finding's fix could "
+                                       "plausibly win, bounded by evidence in the trace (docs/recoverable.md); "
+                                       "needs `claims`. Without it an idle claim recovers its impact_ns and a "
+                                       "GPU claim recovers null: the trace does not bound what faster GPU work wins")
     fix: str | None = None
+    fixes: list[FixTag] = Field(default_factory=list, description="what `fix` recommends (as advice parts' `fixes`)")
     limit: int = 10
     claims: Claim | None = None
     headline: HeadlineSpec | None = Field(None, description="the finding's words in the report's headline; "
@@ -102,6 +119,9 @@ class HeadlineParts(BaseModel):
     where: str | None = None
     cost_ns: int | None = None
     fix: str | None = None
+    # every fix the headline could name, with what it recommends, first first: engine/fixes.py
+    # moves to the next where the trace rules one out
+    fix_options: list[tuple[str, tuple[str, ...]]] = []
 
 
 class Related(BaseModel):
@@ -116,7 +136,8 @@ class Finding(BaseModel):
     severity: Severity
     message: str
     impact_ns: int | None = None       # the rule's own estimate of the time at stake
-    # the part of impact_ns that the step-time budget holds: what fixing it can give back
+    # the time the fix named in the finding could plausibly win, bounded by evidence in the trace
+    # and by its budget slice (docs/recoverable.md); None where the trace cannot bound it
     recoverable_ns: int | None = None
     claim: str | None = None           # the budget slice drawn on, in words
     note: str | None = None            # why the severity was lowered, or what the estimate assumes
@@ -125,6 +146,10 @@ class Finding(BaseModel):
     related: list[Related] = []
     claims: Claim | None = Field(default=None, exclude=True)  # its spec's, for engine/claims.py
     headline: HeadlineParts | None = Field(default=None, exclude=True)  # for the report's headline
+    # the rule's own bound on what its fix wins (its spec's recoverable_ns column), for engine/claims.py
+    estimate_ns: int | None = Field(default=None, exclude=True)
+    # the fix in parts, each with what it recommends, for engine/fixes.py to check against the trace
+    fix_parts: list[tuple[str, tuple[str, ...]]] = Field(default_factory=list, exclude=True)
 
 
 class RuleResult(BaseModel):
@@ -283,6 +308,14 @@ class SteadyState(BaseModel):
     idle_ns: int
     bound: Literal["gpu-bound", "host-bound", "mixed"]
     method: str | None = None           # how the window was found (steps, after-module-loading, ...)
+    # what fills the step (docs/verdict.md), from the budget: the class, the slice that decides it
+    # (a GPU class, a copy direction, a host cause), its detail (copies' host memory, the cause's
+    # NVTX range) and its share of the window; `verdict` says it in words, as every renderer shows it
+    verdict_class: Literal["kernel-bound", "copy-bound", "host-bound", "mixed"] | None = None
+    verdict_cause: str | None = None
+    verdict_detail: str | None = None
+    verdict_pct: float | None = None
+    verdict: str | None = None
     summary: str                        # the budget in one line
 
 
@@ -306,7 +339,9 @@ class Coverage(BaseModel):
 class Report(BaseModel):
     # 3: `coverage` added; the headline says "No bottleneck found" only with coverage complete,
     # and a report that could not look at GPU activity withholds its findings
-    schema_version: int = 3
+    # 4: recoverable_ns is the time the fix a finding names could plausibly win (null where the
+    # trace does not bound it); steady[].verdict names what fills the step
+    schema_version: int = 4
     tool: dict[str, str]
     input: InputInfo
     headline: str

@@ -202,6 +202,9 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
         if problem := when_problem(spec.when, columns, params, finding_trees[i]):
             fail(("findings", i, "when"), problem)
         column(("findings", i, "impact_ns"), spec.impact_ns)
+        column(("findings", i, "recoverable_ns"), spec.recoverable_ns)
+        if spec.recoverable_ns is not None and spec.claims is None:
+            fail(("findings", i, "recoverable_ns"), "needs `claims`: recoverable time is drawn on the step-time budget")
         if spec.claims is not None:
             column(("findings", i, "claims", "place"), spec.claims.place)
             column(("findings", i, "claims", "cause_column"), spec.claims.cause_column)

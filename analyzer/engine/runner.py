@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import duckdb
 from nsys_diagnose import limits
-from nsys_diagnose.engine import bounds, headlines
+from nsys_diagnose.engine import bounds, claims, headlines
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.errors import UsageError
@@ -93,10 +93,17 @@ def _composed_sql(rule: Rule) -> str:
 def advice(rule: Rule, row: dict[str, Any], evidence: dict[str, Any]) -> str:
     """The fix for one finding: the rule's advice parts whose condition holds on its row (a part
     the trace shows is already done is left out), or the rule's general fix."""
-    if not rule.advice:
-        return rule.docs.fix
-    parts = [render(p.text, evidence) for i, p in enumerate(rule.advice) if not p.when or row.get(f"__advice_{i}")]
-    return " ".join(" ".join(p.split()) for p in parts) or rule.docs.fix
+    return " ".join(text for text, _ in advice_parts(rule, row, evidence))
+
+
+def advice_parts(rule: Rule, row: dict[str, Any], evidence: dict[str, Any]) -> list[tuple[str, tuple[str, ...]]]:
+    """The fix for one finding in parts, each with what it recommends (engine/fixes.py checks
+    those against the trace): the advice parts whose condition holds on its row, or the rule's
+    general fix."""
+    parts: list[tuple[str, tuple[str, ...]]] = [
+        (" ".join(render(p.text, evidence).split()), tuple(p.fixes))
+        for i, p in enumerate(rule.advice) if not p.when or row.get(f"__advice_{i}")]
+    return parts or [(rule.docs.fix, tuple(rule.docs.fixes))]
 
 
 def _where(rule: Rule, error: Exception, composed: str | None) -> str:
@@ -220,10 +227,13 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
                     return _failed(base, f"{rule.source}: interrupted after {timeout_s:g} s while rendering its "
                                          "findings (a rule may take at most that long)", started)
                 impact = ev.get(spec.impact_ns) if spec.impact_ns else None
+                estimate = claims.estimate(spec, ev, int(impact) if impact is not None else None)
+                parts = [(spec.fix, tuple(spec.fixes))] if spec.fix else advice_parts(rule, row, ev)
                 finding = Finding(rule_id=rule.id, severity=spec.severity or rule.severity,
-                                  message=render(spec.message, ev), fix=spec.fix or advice(rule, row, ev),
+                                  message=render(spec.message, ev), fix=" ".join(t for t, _ in parts), fix_parts=parts,
                                   impact_ns=int(impact) if impact is not None else None, evidence=ev,
-                                  claims=spec.claims, headline=headlines.parts(rule, spec, row, ev))
+                                  claims=spec.claims, estimate_ns=estimate,
+                                  headline=headlines.parts(rule, spec, row, ev))
                 budget -= limits.json_size(finding.model_dump(mode="json"))
                 if budget < 0:
                     break

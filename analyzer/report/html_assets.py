@@ -84,7 +84,8 @@ button.on { border-color: var(--accent); background: #e6eefb; color: var(--accen
 .verdict { display: flex; gap: 10px; align-items: baseline; flex-wrap: wrap; }
 .bound { font-size: 12px; font-weight: 700; text-transform: uppercase; letter-spacing: .03em; color: #fff;
   padding: 1px 8px; border-radius: 3px; }
-.bound.gpu-bound { background: var(--busy); } .bound.host-bound { background: var(--error); }
+.bound.gpu-bound, .bound.kernel-bound { background: var(--busy); } .bound.host-bound { background: var(--error); }
+.bound.copy-bound { background: #2f7f8a; }
 .bound.mixed { background: var(--warning); }
 .figs { display: flex; gap: 22px; flex-wrap: wrap; margin: 8px 0; }
 .fig span { display: block; font-size: 11.5px; color: var(--muted); }

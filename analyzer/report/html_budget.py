@@ -1,6 +1,7 @@
 """The HTML report's opening: the steady state of each (device, process) and its time budget.
 
-Per (device, process): the verdict (gpu-bound, host-bound, mixed), the step figures, one stacked
+Per (device, process): the verdict (what fills the step: kernel-bound, copy-bound, host-bound,
+mixed; docs/verdict.md), the step figures, one stacked
 bar of the window (GPU time by class, solid; idle time by the host cause that kept the GPU
 waiting, striped) and the table of its slices with where the host was (the NVTX range). The slices
 come from `report.budget` and add up to the window (ingest/sql/budget.sql).
@@ -30,9 +31,6 @@ SLICE_CLASS = {
     ("idle", "dispatch"): "b-dispatch", ("idle", "no GPU work queued"): "b-noqueue",
     ("idle", "other processes"): "b-procs", ("idle", "step churn"): "b-churn",
 }
-VERDICT = {"gpu-bound": "the GPU sets the pace: speed up the kernels on it",
-           "host-bound": "the host sets the pace: the GPU waits for it most of the steady state",
-           "mixed": "neither side dominates: GPU work and host waits share the steady state"}
 
 
 def slice_class(b: BudgetRow) -> str:
@@ -98,8 +96,11 @@ def card(s: SteadyState, rows: list[BudgetRow], gpu: str, index: int | None) -> 
     method = f", found by {s.method}" if s.method else ""
     zoom = (f' · <a href="#t={s.start_ns / 1e9:.9f},{s.end_ns / 1e9:.9f}" data-window="{index}">show on timeline</a>'
             if index is not None else "")
-    return (f'<div class="steady-card"><div class="verdict"><span class="bound {esc(s.bound)}">{esc(s.bound)}</span>'
-            f"<b>pid {s.pid} on {esc(gpu)}</b> <span class=\"note\">{esc(VERDICT.get(s.bound, ''))}</span></div>"
+    # the verdict as every renderer says it (analyses/budget.verdict), its class as the badge
+    cls = s.verdict_class or s.bound
+    said = (s.verdict or "").split(": ", 1)[-1]
+    return (f'<div class="steady-card"><div class="verdict"><span class="bound {esc(cls)}">{esc(cls)}</span>'
+            f"<b>pid {s.pid} on {esc(gpu)}</b> <span class=\"note\">{esc(said)}</span></div>"
             f'<div class="figs">{figures(s)}</div>{bar(rows)}'
             f'<p class="note">{esc(timestamp(s.start_ns))} to {esc(timestamp(s.end_ns))}{esc(method)}{zoom}</p>'
             f"{slices_table(s, rows)}</div>")

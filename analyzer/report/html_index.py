@@ -42,11 +42,9 @@ def _util(value: float | None) -> str:
 
 
 def stake_text(r: dict[str, Any]) -> str:
-    """A batch record's top finding's recoverable time; its time at stake, so marked, where it
-    claims no budget slice (summary.md shows the same)."""
-    if r.get("top_finding_recoverable_ns") is not None:
-        return duration(r["top_finding_recoverable_ns"])
-    return f"({duration(r['top_finding_impact_ns'])} at stake)" if r.get("top_finding_impact_ns") is not None else ""
+    """A batch record's recoverable time: every finding's, each budget slice counted once (the
+    figure the batch ranks by; summary.md shows the same); empty where none is bounded."""
+    return duration(r["recoverable_ns"]) if r.get("recoverable_ns") else ""
 
 
 def status_text(r: dict[str, Any]) -> str:
@@ -82,8 +80,10 @@ def _report_row(r: dict[str, Any]) -> str:
     kernel_html = f'{clipped(kernel, 60)} ({esc(pct(r.get("top_kernel_share_pct")))})' if kernel else ""
     sev = r.get("top_finding_severity")
     badge = f'<span class="badge {esc(sev)}">{esc(sev)}</span>' if sev else ""
-    bound = r.get("bound")
-    bound_html = f'<span class="bound {esc(bound)}">{esc(bound)}</span>' if bound else ""
+    bound = r.get("verdict_class") or r.get("bound")
+    said = (r.get("verdict") or "").split(": ", 1)[-1]
+    bound_html = (f'<span class="bound {esc(bound)}" title="{esc(said)}">{esc(bound)}</span> {esc(said)}'
+                  if bound else "")
     steady = r.get("steady_utilization_pct")
     busy = _util(steady) if steady is not None else (
         _util(r.get("gpu_utilization_pct")) + " (window)" if r.get("gpu_utilization_pct") is not None else "")
@@ -127,8 +127,8 @@ def render_index(records: list[dict[str, Any]], jobs: list, *, seconds: float, i
     if interrupted:
         body.append(f'<p class="headline">Interrupted: {interrupted} input(s) were not analyzed; this index covers '
                     "the ones that finished.</p>")
-    body.append('<div class="tablewrap"><table><thead><tr><th>report</th><th>status</th><th>bound</th>'
-                "<th>steady GPU busy</th><th>step median</th><th>headline</th><th>recoverable</th>"
+    body.append('<div class="tablewrap"><table><thead><tr><th>report</th><th>status</th><th>verdict</th>'
+                "<th>steady GPU busy</th><th>step median</th><th>headline</th><th>recoverable (all findings)</th>"
                 "<th>where</th><th>top kernel</th></tr></thead><tbody>"
                 + "".join(_report_row(r) for r in records) + "</tbody></table></div>")
     for title, rows in (("Failed", errors), ("Skipped", skipped)):

@@ -51,6 +51,8 @@ SELECT *,
                AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0) END) AS launch_rivals_gpu,
        -- how busy the process keeps its GPU in the steady state: a host that waits on a busy GPU
        -- shows the GPU's pace, not a cost of its own
-       (SELECT max(busy_pct) FROM steady_summary ss WHERE ss.pid = rated.pid) AS steady_busy_pct
+       (SELECT max(busy_pct) FROM steady_summary ss WHERE ss.pid = rated.pid) AS steady_busy_pct,
+       (SELECT arg_max(verdict_class || ' (' || verdict_cause || ')', busy_pct) FROM steady_summary ss
+        WHERE ss.pid = rated.pid) AS steady_verdict
 FROM rated
 ORDER BY total_ns DESC, api

@@ -14,8 +14,10 @@ steady AS (
   FROM memcpys m JOIN steady_state s ON s.pid = m.pid
   WHERE m.start_ns >= s.start_ns AND m.start_ns < s.end_ns GROUP BY m.kind),
 -- copy time no kernel hides, per (device, process), from the step-time budget
-exposed AS (SELECT device_id, pid, sum(ns) AS exposed_ns, any_value(window_ns) AS window_ns
-            FROM budget WHERE kind = 'gpu' AND cause IN ('copies', 'memsets') GROUP BY ALL),
+exposed AS (SELECT device_id, pid, sum(ns) FILTER (WHERE cause IN ('copies', 'memsets')) AS exposed_ns,
+                   coalesce(sum(ns) FILTER (WHERE cause NOT IN ('copies', 'memsets')), 0) AS kernel_ns,
+                   any_value(window_ns) AS window_ns
+            FROM budget WHERE kind = 'gpu' GROUP BY ALL),
 per_kind AS (
 SELECT arg_max(pid, (duration_ns, -pid, -device_id)) AS pid, arg_max(device_id, (duration_ns, -pid, -device_id)) AS device_id, kind, count(*) AS count, sum(duration_ns) AS total_ns, sum(bytes) AS bytes,
        avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
@@ -33,6 +35,8 @@ SELECT arg_max(pid, (duration_ns, -pid, -device_id)) AS pid, arg_max(device_id, 
 FROM ops CROSS JOIN busy
 GROUP BY kind)
 SELECT k.*, coalesce(e.exposed_ns, 0) AS exposed_ns,
+       -- copies moved beside the kernels hide at most behind the kernels' own time
+       least(coalesce(e.exposed_ns, 0), coalesce(e.kernel_ns, 0)) AS overlap_ns,
        round(100.0 * coalesce(e.exposed_ns, 0) / nullif(e.window_ns, 0), 2) AS exposed_window_pct,
        st.steady_pageable_bytes_pct
 FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)

@@ -130,14 +130,16 @@ FROM by_pattern p LEFT JOIN by_format f USING (name);
 CREATE TABLE budget_classes AS SELECT rank, cause AS class FROM budget_causes WHERE kind = 'gpu';
 
 -- One row per knob of the budget. bound: gpu-bound at or above gpu_bound_pct busy, host-bound
--- at or below host_bound_pct, else mixed. launch_gap_ns: an idle gap this short, between
+-- at or below host_bound_pct, else mixed. moot_busy_pct (fix_facts): launch and sync fixes are
+-- moot at or above this GPU busy share. launch_gap_ns: an idle gap this short, between
 -- operations the host issues one by one, is the per-operation cost of issuing work
 -- (framework dispatch plus the launch call), whatever the thread was doing in it.
 -- sources: always
 -- @column name: setting name
 -- @column value: setting value (% or ns, as its name says)
 CREATE TABLE budget_settings(name VARCHAR, value DOUBLE);
-INSERT INTO budget_settings VALUES ('gpu_bound_pct', 80), ('host_bound_pct', 50), ('launch_gap_ns', 100000);
+INSERT INTO budget_settings VALUES ('gpu_bound_pct', 80), ('host_bound_pct', 50), ('launch_gap_ns', 100000),
+  ('moot_busy_pct', 95);
 
 -- Each (device, process) with GPU work in its process's steady state.
 CREATE TEMP TABLE budget_windows AS
@@ -365,6 +367,16 @@ FROM ranked WHERE base + CASE WHEN k <= missing THEN 1 ELSE 0 END > 0;
 -- @column idle_ns: GPU idle time in the window (budget's idle rows), ns
 -- @column bound: gpu-bound, host-bound or mixed, by busy_pct against budget_settings
 -- @column method: how the window was found (steady_state.method)
+-- @column verdict_class: what fills the step (docs/verdict.md): kernel-bound or copy-bound (a
+-- gpu-bound step whose GPU time is mostly kernels, or mostly copies and memsets), host-bound, or mixed
+-- @column verdict_cause: kernel-bound: the GPU class with the most time (budget_classes); copy-bound:
+-- the copy direction with the most time in the window (memcpys.kind), or memsets; host-bound: the
+-- idle cause with the most time (budget.cause); mixed: the slice (GPU class or idle cause) with the most time
+-- @column verdict_detail: copy-bound: the host memory of those copies (pageable, pinned, managed;
+-- NULL for device-side copies); host-bound and mixed idle causes: the NVTX range holding most of
+-- the cause's time (NULL where none holds half of it); else NULL
+-- @column verdict_pct: the share of the window verdict_cause holds (all copies and memsets for
+-- copy-bound), % (2 decimals)
 CREATE TABLE steady_summary AS
 WITH totals AS (
   SELECT device_id, pid, any_value(window_ns) AS window_ns,
@@ -391,14 +403,152 @@ step_stats AS (
   SELECT h.pid, CASE WHEN g.periods >= 2 THEN g.gpu_period_ns ELSE h.host_median_ns END AS step_median_ns
   FROM host_steps h LEFT JOIN gpu_steps g USING (pid)),
 g AS (SELECT (SELECT value FROM budget_settings WHERE name = 'gpu_bound_pct') AS gpu_pct,
-             (SELECT value FROM budget_settings WHERE name = 'host_bound_pct') AS host_pct)
-SELECT t.device_id, t.pid, s.start_ns, s.end_ns, t.window_ns, s.steps, st.step_median_ns,
-       CASE WHEN s.steps > 0 THEN (t.window_ns / s.steps)::BIGINT END AS step_mean_ns,
-       t.busy_ns, round(100.0 * t.busy_ns / t.window_ns, 2) AS busy_pct, t.idle_ns,
-       CASE WHEN 100.0 * t.busy_ns / t.window_ns >= g.gpu_pct THEN 'gpu-bound'
-            WHEN 100.0 * t.busy_ns / t.window_ns <= g.host_pct THEN 'host-bound' ELSE 'mixed' END AS bound,
-       s.method
-FROM totals t JOIN steady_state s USING (pid) CROSS JOIN g LEFT JOIN step_stats st USING (pid);
+             (SELECT value FROM budget_settings WHERE name = 'host_bound_pct') AS host_pct),
+bounds AS (
+  SELECT t.*, CASE WHEN 100.0 * t.busy_ns / t.window_ns >= g.gpu_pct THEN 'gpu-bound'
+                   WHEN 100.0 * t.busy_ns / t.window_ns <= g.host_pct THEN 'host-bound' ELSE 'mixed' END AS bound
+  FROM totals t CROSS JOIN g),
+-- The verdict's candidates: each (device, pid)'s slices summed over places, on three sides: kernels
+-- (every GPU class but copies and memsets), copies, host (idle causes; dispatch is the GPU's own
+-- latency, not the host's, and names a cause only where nothing else does)
+sides AS (
+  SELECT device_id, pid, CASE WHEN kind = 'idle' THEN 'host' WHEN cause IN ('copies', 'memsets') THEN 'copy'
+                              ELSE 'kernel' END AS side, cause, sum(ns) AS ns
+  FROM budget GROUP BY ALL),
+tops AS (
+  SELECT device_id, pid,
+         coalesce(sum(ns) FILTER (WHERE side = 'kernel'), 0) AS kernel_ns,
+         coalesce(sum(ns) FILTER (WHERE side = 'copy'), 0) AS copy_ns,
+         arg_max(cause, (ns, cause)) FILTER (WHERE side = 'kernel') AS kernel_cause,
+         max(ns) FILTER (WHERE side = 'kernel') AS kernel_cause_ns,
+         arg_max(cause, (cause <> 'dispatch', ns, cause)) FILTER (WHERE side = 'host') AS host_cause,
+         arg_max(ns, (cause <> 'dispatch', ns, cause)) FILTER (WHERE side = 'host') AS host_cause_ns
+  FROM sides GROUP BY ALL),
+-- the copies' direction and host memory with the most GPU time in the window
+copy_kinds AS (
+  SELECT m.device_id, m.pid, m.kind, m.host_memory, sum(least(m.end_ns, w.end_ns) - greatest(m.start_ns, w.start_ns)) AS ns
+  FROM memcpys m JOIN steady_state w ON w.pid = m.pid
+  WHERE m.end_ns > w.start_ns AND m.start_ns < w.end_ns GROUP BY ALL
+  UNION ALL
+  SELECT m.device_id, m.pid, 'memsets', NULL, sum(least(m.end_ns, w.end_ns) - greatest(m.start_ns, w.start_ns))
+  FROM memsets m JOIN steady_state w ON w.pid = m.pid
+  WHERE m.end_ns > w.start_ns AND m.start_ns < w.end_ns GROUP BY ALL),
+top_copy AS (
+  SELECT device_id, pid, arg_max(kind, (ns, kind)) AS kind, arg_max(host_memory, (ns, kind)) AS host_memory
+  FROM copy_kinds GROUP BY ALL),
+-- the NVTX range holding at least half of an idle cause's time
+cause_places AS (
+  SELECT device_id, pid, cause, arg_max(place, (ns, place)) AS place,
+         max(ns) >= 0.5 * sum(ns) AND arg_max(place, (ns, place)) IS NOT NULL AS holds
+  FROM budget WHERE kind = 'idle' GROUP BY ALL),
+verdicts AS (
+  SELECT b.device_id, b.pid,
+         CASE WHEN b.bound = 'gpu-bound' AND tp.copy_ns > tp.kernel_ns THEN 'copy-bound'
+              WHEN b.bound = 'gpu-bound' THEN 'kernel-bound' ELSE b.bound END AS verdict_class,
+         b.busy_ns, b.idle_ns, b.window_ns, tp.*
+  FROM bounds b JOIN tops tp USING (device_id, pid)),
+named AS (
+  SELECT v.device_id, v.pid, v.verdict_class,
+         CASE v.verdict_class WHEN 'copy-bound' THEN c.kind WHEN 'kernel-bound' THEN v.kernel_cause
+              WHEN 'host-bound' THEN v.host_cause
+              ELSE CASE WHEN coalesce(v.kernel_cause_ns, 0) >= coalesce(v.host_cause_ns, 0) THEN v.kernel_cause
+                        ELSE v.host_cause END END AS verdict_cause,
+         CASE v.verdict_class WHEN 'copy-bound' THEN v.copy_ns WHEN 'kernel-bound' THEN v.kernel_cause_ns
+              WHEN 'host-bound' THEN v.host_cause_ns ELSE greatest(v.kernel_cause_ns, v.host_cause_ns) END AS verdict_ns,
+         CASE WHEN v.verdict_class = 'copy-bound' THEN c.host_memory END AS copy_memory
+  FROM verdicts v LEFT JOIN top_copy c USING (device_id, pid))
+SELECT b.device_id, b.pid, s.start_ns, s.end_ns, b.window_ns, s.steps, st.step_median_ns,
+       CASE WHEN s.steps > 0 THEN (b.window_ns / s.steps)::BIGINT END AS step_mean_ns,
+       b.busy_ns, round(100.0 * b.busy_ns / b.window_ns, 2) AS busy_pct, b.idle_ns, b.bound, s.method,
+       n.verdict_class, n.verdict_cause,
+       coalesce(n.copy_memory, CASE WHEN cp.holds THEN cp.place END) AS verdict_detail,
+       round(100.0 * coalesce(n.verdict_ns, 0) / b.window_ns, 2) AS verdict_pct
+FROM bounds b JOIN steady_state s USING (pid) LEFT JOIN step_stats st USING (pid)
+LEFT JOIN named n USING (device_id, pid)
+LEFT JOIN cause_places cp ON cp.device_id = b.device_id AND cp.pid = b.pid AND cp.cause = n.verdict_cause
+  AND n.verdict_class IN ('host-bound', 'mixed');
+
+-- One row per (fix, pattern) the trace can show done already: a regular expression on kernel
+-- names that only that fix produces (knowledge as data, matched once per distinct name).
+-- sources: always
+-- @column fix: the fix (fix_facts.fix)
+-- @column pattern: regular expression on the kernel name, case-insensitive
+CREATE TABLE fix_kernel_patterns(fix VARCHAR, pattern VARCHAR);
+INSERT INTO fix_kernel_patterns VALUES
+  -- torch.optim's fused=True kernels (FusedOptimizerTensorListMetadata, fused_adam), apex's
+  ('fused-optimizer', 'FusedOptimizerTensorListMetadata|fused_adamw?_|fusedadam|fused_sgd|multi_tensor_adam|multi_tensor_lamb'),
+  -- Inductor's (torch.compile) and hand-written Triton fused kernels
+  ('kernel-fusion', 'triton_(poi|red|per)_fused|^fused_|_fused_');
+
+-- One row per fix that the trace shows is done already (done), or that the steady state's busy
+-- GPU makes moot (moot), per (device, process) with a budget: what no finding may advise there
+-- (engine/fixes.py drops the advice parts that name it; docs/recoverable.md, "Fixes checked
+-- against the trace"). Done: cuda-graphs where the steady state replays CUDA graphs or runs
+-- graph-node kernels; pinned-memory where every steady-state copy touching host memory is pinned;
+-- async-copies where, moreover, each returns before its copy ends; mixed-precision where the
+-- GPU math is tensor-core math only; fused-optimizer and kernel-fusion where the steady state runs
+-- their kernels (fix_kernel_patterns) for at least half of the elementwise time or any
+-- optimizer kernel. Moot: launch, graph and sync fixes (cuda-graphs, fewer-launches, fewer-syncs)
+-- where the GPU is busy at least moot_busy_pct of the steady state: the host already waits for
+-- the GPU, so issuing work faster cannot shorten the step.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column fix: cuda-graphs, fewer-launches, fewer-syncs, pinned-memory, async-copies, mixed-precision,
+-- fused-optimizer or kernel-fusion
+-- @column state: done (the trace shows it done) or moot (a busy GPU makes it moot)
+-- @column reason: what the trace shows, in words
+CREATE TABLE fix_facts AS
+WITH w AS (SELECT device_id, pid, start_ns, end_ns, busy_pct FROM steady_summary),
+graphs AS (
+  SELECT w.device_id, w.pid, count(*) AS replays FROM graph_launches g
+  JOIN w ON w.pid = g.pid AND w.device_id = g.device_id WHERE g.start_ns >= w.start_ns AND g.start_ns < w.end_ns GROUP BY ALL),
+-- distinct names first: a regular expression on every kernel row costs seconds on large traces
+name_fixes AS (
+  SELECT n.name, p.fix FROM kernel_names n JOIN fix_kernel_patterns p ON regexp_matches(n.name, p.pattern, 'i')),
+kern AS (
+  SELECT w.device_id, w.pid, count(*) FILTER (WHERE k.graph_node_id IS NOT NULL) AS node_kernels,
+         coalesce(sum(k.duration_ns) FILTER (WHERE kc.class = 'elementwise/reduction'), 0) AS ew_ns,
+         coalesce(sum(k.duration_ns) FILTER (WHERE nf.fix = 'kernel-fusion'), 0) AS fused_ns,
+         count(*) FILTER (WHERE nf.fix = 'fused-optimizer') AS fused_optimizer_kernels
+  FROM kernels k JOIN w ON w.pid = k.pid AND w.device_id = k.device_id
+  LEFT JOIN kernel_classes kc ON kc.name = k.name LEFT JOIN name_fixes nf ON nf.name = k.name
+  WHERE k.start_ns >= w.start_ns AND k.start_ns < w.end_ns GROUP BY ALL),
+host_copies AS (
+  SELECT w.device_id, w.pid, count(*) AS copies, count(*) FILTER (WHERE m.host_memory = 'pinned') AS pinned,
+         count(*) FILTER (WHERE m.host_memory = 'pinned' AND m.launch_api ILIKE '%async%'
+                          AND m.launch_end_ns < m.end_ns) AS pinned_async
+  FROM memcpys m JOIN w ON w.pid = m.pid AND w.device_id = m.device_id
+  WHERE m.host_memory IS NOT NULL AND m.start_ns >= w.start_ns AND m.start_ns < w.end_ns GROUP BY ALL),
+math AS (
+  SELECT device_id, pid, coalesce(sum(ns) FILTER (WHERE cause = 'tensor-core math'), 0) AS tc_ns,
+         coalesce(sum(ns) FILTER (WHERE cause = 'fp32 math'), 0) AS fp32_ns
+  FROM budget WHERE kind = 'gpu' GROUP BY ALL),
+moot AS (SELECT value FROM budget_settings WHERE name = 'moot_busy_pct')
+SELECT device_id, pid, f.fix, f.state, f.reason FROM (
+  SELECT w.device_id, w.pid, unnest([
+    CASE WHEN coalesce(g.replays, 0) > 0 OR coalesce(k.node_kernels, 0) > 0 THEN
+      {'fix': 'cuda-graphs', 'state': 'done', 'reason': 'the steady state already replays CUDA graphs'} END,
+    CASE WHEN hc.copies > 0 AND hc.pinned = hc.copies THEN
+      {'fix': 'pinned-memory', 'state': 'done', 'reason': 'every steady-state copy to or from the host is pinned'} END,
+    CASE WHEN hc.copies > 0 AND hc.pinned_async = hc.copies THEN
+      {'fix': 'async-copies', 'state': 'done', 'reason': 'every steady-state host copy is pinned and asynchronous'} END,
+    CASE WHEN m.tc_ns > 0 AND m.fp32_ns = 0 THEN
+      {'fix': 'mixed-precision', 'state': 'done', 'reason': 'the GPU math already runs on tensor cores'} END,
+    CASE WHEN k.fused_optimizer_kernels > 0 THEN
+      {'fix': 'fused-optimizer', 'state': 'done', 'reason': 'the optimizer already runs fused kernels'} END,
+    CASE WHEN k.ew_ns > 0 AND k.fused_ns >= 0.5 * k.ew_ns THEN
+      {'fix': 'kernel-fusion', 'state': 'done', 'reason': 'most elementwise time already runs in fused (Triton) kernels'} END,
+    CASE WHEN w.busy_pct >= (SELECT value FROM moot) THEN
+      {'fix': 'cuda-graphs', 'state': 'moot', 'reason': printf('the GPU is busy %.1f %% of the steady state', w.busy_pct)} END,
+    CASE WHEN w.busy_pct >= (SELECT value FROM moot) THEN
+      {'fix': 'fewer-launches', 'state': 'moot', 'reason': printf('the GPU is busy %.1f %% of the steady state', w.busy_pct)} END,
+    CASE WHEN w.busy_pct >= (SELECT value FROM moot) THEN
+      {'fix': 'fewer-syncs', 'state': 'moot', 'reason': printf('the GPU is busy %.1f %% of the steady state', w.busy_pct)} END
+  ]) AS f
+  FROM w LEFT JOIN graphs g USING (device_id, pid) LEFT JOIN kern k USING (device_id, pid)
+  LEFT JOIN host_copies hc USING (device_id, pid) LEFT JOIN math m USING (device_id, pid))
+WHERE f IS NOT NULL ORDER BY device_id, pid, f.fix, f.state;
 
 DROP TABLE budget_raw;
 DROP TABLE budget_other_process;
