@@ -56,6 +56,11 @@ def _cause_words(cause: str, detail: str | None, *, idle: bool) -> str:
     return f"{labels().get(('idle', cause), cause)}{where}"
 
 
+def _kernels(cls: str) -> str:
+    """A GPU class as the kernels it holds: 'tensor-core math kernels', 'other kernels', 'CUDA graph replays'."""
+    return cls if cls.endswith(("kernels", "replays", "copies", "memsets")) else f"{cls} kernels"
+
+
 def verdict(s: dict) -> str | None:
     """What fills the step, in words, from steady_summary's verdict columns (docs/verdict.md):
     'copy-bound: Host-to-Device copies from pageable memory hold 97.2 % of the steady state'."""
@@ -64,7 +69,7 @@ def verdict(s: dict) -> str | None:
         return cls
     held = f"hold {pct(share)} of the steady state"
     if cls == "kernel-bound":
-        return f"kernel-bound: {cause} kernels {held}" if cause != "CUDA graph replays" else f"kernel-bound: {cause} {held}"
+        return f"kernel-bound: {_kernels(cause)} {held}"
     if cls == "copy-bound":
         memory = f" from {detail} host memory" if detail and cause == "Host-to-Device" else \
             f" to {detail} host memory" if detail else ""
@@ -74,7 +79,7 @@ def verdict(s: dict) -> str | None:
         return (f"host-bound: the GPU waits on {_cause_words(cause, detail, idle=True)}, "
                 f"{pct(share)} of the steady state")
     idle = ("gpu", cause) not in labels()
-    what = f"idle on {_cause_words(cause, detail, idle=True)}" if idle else f"{cause} kernels"
+    what = f"idle on {_cause_words(cause, detail, idle=True)}" if idle else _kernels(cause)
     return (f"mixed: GPU busy {pct(s['busy_pct'])}, idle {pct(100 - s['busy_pct'])}; "
             f"the largest slice is {what}, {pct(share)} of the steady state")
 

@@ -62,7 +62,7 @@ STEADY = {"coverage": STR, "coverage_gaps": pa.list_(STR),
           "steady_window_ns": I64, "steady_pid": I64, "steady_device_id": I64,
           "top_finding_recoverable_ns": I64, "top_finding_pid": I64, "top_finding_device_id": I64}
 FINDING_TYPES = {"name": STR, "path": STR, "finding_rank": I64, "rule_id": STR, "severity": STR,
-                 "recoverable_ns": I64, "impact_ns": I64, "pid": I64, "device_id": I64, "bound": STR,
+                 "recoverable_ns": I64, "impact_ns": I64, "pid": I64, "device_id": I64, "bound": STR, "verdict_class": STR,
                  "steady_utilization_pct": F64, "steady_step_median_ns": I64, "claim": STR,
                  "message": STR, "fix": STR, "evidence_json": STR}
 
@@ -187,7 +187,7 @@ def findings_table(records: list[dict[str, Any]]) -> pa.Table:
             rows.append({"name": rec["name"], "path": rec["path"], "finding_rank": i, "rule_id": f["rule_id"],
                          "severity": f["severity"], "recoverable_ns": f.get("recoverable_ns"),
                          "impact_ns": f.get("impact_ns"), "pid": pid, "device_id": dev,
-                         "bound": own["bound"] if own else None,
+                         "bound": own["bound"] if own else None, "verdict_class": own.get("verdict_class") if own else None,
                          "steady_utilization_pct": own["busy_pct"] if own else None,
                          "steady_step_median_ns": own.get("step_median_ns") if own else None,
                          "claim": f.get("claim"), "message": f["message"], "fix": f.get("fix"),
