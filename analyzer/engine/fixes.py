@@ -2,7 +2,7 @@
 against the trace").
 
 A rule's advice parts say what they recommend (`fixes:` in the YAML: cuda-graphs, pinned-memory,
-mixed-precision, ...). The ingest's fix_facts table (sql/40_budget.sql) lists, per (device,
+mixed-precision, ...). The ingest's fix_facts table (ingest/sql/budget.sql) lists, per (device,
 process), the fixes the trace shows done already and those a busy GPU makes moot. A part that
 recommends one of those for the finding's process is left out; where nothing is left, the fix says
 what the trace shows instead of advising it. One mechanism for every rule: no rule tests these

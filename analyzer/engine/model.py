@@ -25,7 +25,7 @@ class Param(Strict):
 
 
 # What a piece of advice recommends, so that the engine can check it against the trace before it is
-# shown (engine/fixes.py, the fix_facts table of sql/40_budget.sql): a fix the trace shows done already
+# shown (engine/fixes.py, the fix_facts table of ingest/sql/budget.sql): a fix the trace shows done already
 # (graphs replayed, copies pinned, math on tensor cores, fused kernels) or that a busy GPU makes moot
 # (launch and sync fixes) is never advised.
 FixTag = Literal["cuda-graphs", "fewer-launches", "fewer-syncs", "pinned-memory", "async-copies",
