@@ -27,8 +27,7 @@ class FixFact:
 
 
 def read(con: duckdb.DuckDBPyConnection) -> list[FixFact]:
-    return [FixFact(*r) for r in con.execute(
-        "SELECT device_id, pid, fix, state, reason FROM fix_facts ORDER BY device_id, pid, fix, state").fetchall()]
+    return [FixFact(*r) for r in sorted(con.table("fix_facts").select("device_id, pid, fix, state, reason").fetchall())]
 
 
 def _mine(f: Finding, facts: list[FixFact], lead: SteadyState | None) -> dict[str, str]:
