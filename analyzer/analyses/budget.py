@@ -76,7 +76,7 @@ def verdict(s: dict) -> str | None:
         most = "memsets" if cause == "memsets" else f"{cause}{memory}"
         return f"copy-bound: copies and memsets {held}, most of it {most}"
     if cls == "host-bound":
-        return (f"host-bound: the GPU waits on {_cause_words(cause, detail, idle=True)}, "
+        return (f"host-bound: the GPU sits idle through {_cause_words(cause, detail, idle=True)}, "
                 f"{pct(share)} of the steady state")
     idle = ("gpu", cause) not in labels()
     what = f"idle on {_cause_words(cause, detail, idle=True)}" if idle else _kernels(cause)
@@ -85,7 +85,7 @@ def verdict(s: dict) -> str | None:
 
 
 def summary(s: dict, rows: list[BudgetRow]) -> str:
-    """'host-bound: the GPU waits on ... (12 steps, ...; GPU busy 3.3 % of the ...): 96.7 % idle: host code in "Data Loading", ...'"""
+    """'host-bound: the GPU sits idle through ... (12 steps, ...; GPU busy 3.3 % of the ...): 96.7 % idle: host code in "Data Loading", ...'"""
     parts = [f"{pct(b.pct)} {slice_words(b.kind, b.cause, b.place)}" for b in rows if b.pct >= SUMMARY_MIN_PCT]
     steps = f"{s['steps']} steps, median {duration(s['step_median_ns'])}; " if s.get("steps") and s.get("step_median_ns") else ""
     return (f"{s.get('verdict') or s['bound']} ({steps}GPU busy {pct(s['busy_pct'])} of the {duration(s['window_ns'])} "

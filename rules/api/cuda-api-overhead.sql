@@ -53,6 +53,10 @@ SELECT *,
        -- shows the GPU's pace, not a cost of its own
        (SELECT max(busy_pct) FROM steady_summary ss WHERE ss.pid = rated.pid) AS steady_busy_pct,
        (SELECT arg_max(verdict_class || ' (' || verdict_cause || ')', busy_pct) FROM steady_summary ss
-        WHERE ss.pid = rated.pid) AS steady_verdict
+        WHERE ss.pid = rated.pid) AS steady_verdict,
+       -- the idle cause the budget gives this API's time (budget_causes' CUDA-call kinds)
+       coalesce((SELECT any_value(c.cause) FROM budget_causes c
+                 WHERE c.kind = 'idle' AND list_contains(c.api_categories, rated.category)), 'other CUDA calls')
+         AS budget_cause
 FROM rated
 ORDER BY total_ns DESC, api

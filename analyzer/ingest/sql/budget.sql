@@ -239,7 +239,7 @@ idle_runs AS (
 gaps AS (
   SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.end_ns - i.start_ns AS ns, g.duration_ns AS gap_ns,
          g.nvtx_range, g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns,
-         g.host_ns, g.after_blocking_api, g.next_kind, g.start_ns - p.end_ns AS prev_busy_ns,
+         g.host_ns, g.after_blocking_api, g.blocking_wait_ns, g.next_kind, g.start_ns - p.end_ns AS prev_busy_ns,
          -- the churn part of the run: the churn window's share of the run's time inside it
          coalesce(c.share * greatest(least(i.end_ns, c.end_ns) - greatest(i.start_ns, c.start_ns), 0)
                   / (i.end_ns - i.start_ns)::DOUBLE, 0.0) AS churn
@@ -258,7 +258,8 @@ waits AS (
   SELECT *, ns < min_gap_ns AS dispatch, gap_ns < launch_gap_ns AS short_gap,
          CASE WHEN next_kind IN ('memcpy', 'memset') THEN 'copy' ELSE 'launch' END AS issue_cause,
          CASE WHEN gap_ns IS NULL OR ns < min_gap_ns THEN 0
-              WHEN after_blocking_api IS NOT NULL THEN least(ns, coalesce(prev_busy_ns, 0)) ELSE 0 END AS waited_ns
+              WHEN after_blocking_api IS NOT NULL
+                THEN least(ns, greatest(coalesce(prev_busy_ns, 0), coalesce(blocking_wait_ns, 0))) ELSE 0 END AS waited_ns
   FROM with_settings),
 -- waited_ns and scale are what is not churn (1 - churn of the run)
 parts AS (
