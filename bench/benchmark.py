@@ -50,8 +50,13 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.report import markdown
 rules = load_rules()
 imports = time.perf_counter() - t0
+import re
 owner = {s: name for name, text in D._sql_files() for s in D._statements(text)}
-per_file, per_rule, stage = {}, {}, {}
+per_file, per_rule, stage, per_stmt = {}, {}, {}, {}
+_verb = re.compile(r"(?:\s*--[^\n]*\n)*\s*((?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(?:TABLE|VIEW|MACRO|TYPE)|INSERT\s+INTO|DROP\s+TABLE)\s+\w+)", re.I)
+def label(sql):  # a statement by its file and what it makes: "idle_gaps: CREATE TABLE raw_gaps"
+    m = _verb.match(sql)
+    return f"{owner[sql].removesuffix('.sql')}: " + (" ".join(m[1].split()) if m else sql.strip().splitlines()[-1][:40])
 
 class Timed:  # a connection whose execute() charges ingest statements to their SQL file
     def __init__(self, con): self._con = con
@@ -61,7 +66,11 @@ class Timed:  # a connection whose execute() charges ingest statements to their 
         try:
             return self._con.execute(sql, *args)
         finally:
-            if sql in owner: per_file[owner[sql]] = per_file.get(owner[sql], 0) + time.perf_counter() - s
+            if sql in owner:
+                took = time.perf_counter() - s
+                per_file[owner[sql]] = per_file.get(owner[sql], 0) + took
+                n, t = per_stmt.get(label(sql), (0, 0.0))
+                per_stmt[label(sql)] = (n + 1, t + took)
 
 connect = duckdb.connect
 D.duckdb.connect = lambda *a, **k: Timed(connect(*a, **k)) if not k.get("read_only") else connect(*a, **k)
@@ -82,7 +91,8 @@ text = markdown.render(report)
 trace.close()
 total = time.perf_counter() - s
 stage.update(imports_s=imports, report_s=total - stage["open_s"] - stage["rules_s"], from_cache=report.input.from_cache)
-print(json.dumps({"stage": stage, "per_file": per_file, "per_rule": per_rule, "headline": report.headline}))
+print(json.dumps({"stage": stage, "per_file": per_file, "per_rule": per_rule, "headline": report.headline,
+                  "per_statement": per_stmt}))
 """
 
 
@@ -186,6 +196,12 @@ def stage_lines(st: dict, label: str) -> list[str]:
     if st["per_file"]:
         lines.append("\n| ingest SQL file | s |\n|---|---|")
         lines += [f"| {name} | {sec:.2f} |" for name, sec in sorted(st["per_file"].items())]
+    if st.get("per_statement"):
+        top = sorted(st["per_statement"].items(), key=lambda kv: -kv[1][1])[:10]
+        total = sum(t for _, t in st["per_statement"].values())
+        lines.append(f"\n| the ten costliest ingest statements (of {len(st['per_statement'])}, "
+                     f"{total:.2f} s in all) | runs | s | share |\n|---|---|---|---|")
+        lines += [f"| {name} | {n} | {sec:.2f} | {100 * sec / total:.0f} % |" for name, (n, sec) in top]
     return lines
 
 
