@@ -110,7 +110,7 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     metrics = compute(con)
     budget, steady = step_budget.compute(con)
     has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
-        con.execute("SELECT count(*) FROM graph_launches").fetchone()[0])
+        con.execute(sql_library.query("report_graph_launches")).fetchone()[0])
     coverage = capture_coverage.compute(con, metrics, steady, has_gpu)
     if not has_gpu:
         results = withhold(results)

@@ -33,6 +33,7 @@ from nsys_diagnose.engine.selection import overrides_from, resolve, with_severit
 from nsys_diagnose.engine.tables import rule_table
 from nsys_diagnose.errors import UsageError
 from nsys_diagnose.ingest.database import default_cache_dir, open_trace, with_memory_retry
+from nsys_diagnose.ingest.sql_library import query
 from pydantic import BaseModel
 
 __all__ = ["Analysis", "Trace", "open", "to_pandas"]
@@ -108,11 +109,7 @@ class Trace:
     def tables(self) -> pl.DataFrame:
         """The tables and views of the trace: name, kind, rows (null for views), columns and
         captured (whether the export held the data it comes from; null for bookkeeping tables)."""
-        rows = self.con.execute(
-            "SELECT table_name AS name, 'table' AS kind, estimated_size AS rows, column_count AS columns "
-            "FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary "
-            "UNION ALL SELECT view_name, 'view', NULL, column_count FROM duckdb_views() "
-            "WHERE schema_name = 'main' AND NOT internal AND NOT temporary ORDER BY name").fetchall()
+        rows = self.con.execute(query("trace_tables")).fetchall()
         return pl.DataFrame(
             [(n, k, r, c, self.captured.get(n)) for n, k, r, c in rows], orient="row",
             schema={"name": pl.String, "kind": pl.String, "rows": pl.Int64, "columns": pl.Int64,
@@ -123,7 +120,7 @@ class Trace:
         names = set(self.tables()["name"])
         if name not in names:
             raise UsageError(f"{self.path}: no table {name!r} (see Trace.tables())")
-        return _strings(self.con.execute(f'SELECT * FROM "{name}"').pl())
+        return _strings(self.con.table(name).pl())
 
     def sql(self, query: str, params: Mapping[str, Any] | list | None = None) -> pl.DataFrame:
         """A read-only DuckDB query over the trace's tables; `params` binds `$name` (a mapping)

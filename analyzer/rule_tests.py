@@ -20,7 +20,7 @@ from typing import Any, Literal
 import duckdb
 from nsys_diagnose.analyze import report_from_trace, tables_read
 from nsys_diagnose.engine.catalog import line_of, read_yaml
-from nsys_diagnose.engine.model import Rule, RuleResult, Strict
+from nsys_diagnose.engine.model import Rule, RuleResult, Strict, as_subquery
 from nsys_diagnose.engine.selection import overrides_from
 from nsys_diagnose.errors import RuleSpecError, UsageError
 from nsys_diagnose.ingest.database import Trace, with_memory_retry, with_trace
@@ -158,7 +158,7 @@ class Outcome:
 def result_columns(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any]) -> list[str] | None:
     """The names of the columns the rule's SQL returns on this trace, found without running it."""
     params = {name: p.default for name, p in rule.params.items()} | overrides
-    sql = f"SELECT * FROM (\n{rule.sql.strip().rstrip(';')}\n) AS rule_rows LIMIT 0"
+    sql = as_subquery(rule.sql, tail=" LIMIT 0")
     cursor = con.cursor()
     try:
         used = cursor.extract_statements(sql)[0].named_parameters

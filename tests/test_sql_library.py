@@ -15,6 +15,7 @@ from .conftest import ROOT
 
 PUBLIC = sql_library.public()
 TABLES = {n: e for n, e in PUBLIC.items() if e.kind != "macro"}
+QUERIES = sql_library.queries()
 
 
 @pytest.mark.parametrize("name", sorted(PUBLIC))
@@ -33,6 +34,37 @@ def test_every_column_is_documented_in_order(name, empty_trace):
     actual = [r[0] for r in empty_trace.con.execute(f"DESCRIBE {name}").fetchall()]
     assert list(e.columns) == actual, f"{e.file}:{e.line}: @column lines {list(e.columns)} != columns {actual}"
     assert all(e.columns.values()), f"{e.file}:{e.line}: a column of {name} has an empty doc"
+
+
+@pytest.mark.parametrize("name", sorted(QUERIES))
+def test_every_named_query_returns_its_documented_columns(name, empty_trace):
+    """A named query's @column lines are its result columns, in order (as a rule's `columns:`)."""
+    q = QUERIES[name]
+    cursor = empty_trace.con.execute(q.sql, {p: None for p in q.params})
+    assert [d[0] for d in cursor.description] == list(q.columns), f"{q.file}:{q.line}: @column lines != result columns"
+
+
+def test_every_named_query_is_run_from_python():
+    """A named query nothing runs is dead SQL."""
+    text = "\n".join(p.read_text() for p in (ROOT / "analyzer").rglob("*.py"))
+    assert not [n for n in QUERIES if f'"{n}"' not in text]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("-- include: normalize\n\n-- k\n-- @column n: n\nSELECT 1 AS n;", "query (unnamed) has no name"),
+    ("-- include: normalize\n\n-- k\n-- query: other_k\n-- @column n: n\nSELECT 1 AS n;", "must be named q_<what>"),
+    ("-- include: normalize\n\n-- k\n-- query: q_k\nSELECT 1 AS n;", "documents no result column"),
+    ("-- include: normalize\n\n-- k\n-- query: q_k\n-- @column n: n\nSELECT 1 AS n FROM;", "does not parse"),
+    ("-- include: normalize\n\n-- k\n-- query: q_k\n-- @column n: n\nSELECT $x AS n;",
+     "lists parameters [], its SQL uses ['x']"),
+    ("-- include: normalize\n\n-- k\n-- query: q_k\n-- @column n: n\nSELECT count(*) AS n FROM steps;",
+     "reads steps: not public in the modules it includes (normalize)"),
+    ("-- include: normalize, phases\n\n-- k\n-- query: q_k\n-- @column n: n\nSELECT count(*) AS n FROM kernels;",
+     "includes phases but reads none of its tables"),
+])
+def test_a_named_query_that_does_not_match_its_comment_is_an_error(text, message):
+    with pytest.raises(sql_library.ModuleError, match=re.escape(message)):
+        sql_library.query_file("queries/q.sql", text)
 
 
 def test_captured_flags_come_from_the_sources_lines():
@@ -112,12 +144,15 @@ def test_a_module_without_its_include_line_is_an_error():
 
 def test_the_report_tables_cover_what_the_analyses_read():
     """analyze runs only the modules of REPORT_TABLES and the rules' tables: every library name
-    that the analyses, the claims and analyze itself mention must be made by one of them."""
-    read = sql_library.mentioned(p.read_text() for p in [*(ROOT / "analyzer" / "analyses").glob("*.py"),
-                                                         ROOT / "analyzer" / "engine" / "claims.py",
-                                                         ROOT / "analyzer" / "analyze.py"])
+    that the analyses, the claims and analyze itself mention, and every table their named queries
+    read, must be made by one of them."""
+    texts = [p.read_text() for p in [*(ROOT / "analyzer" / "analyses").glob("*.py"),
+                                     ROOT / "analyzer" / "engine" / "claims.py", ROOT / "analyzer" / "analyze.py"]]
+    named = {n for t in texts for n in re.findall(r"""query\(["'](\w+)["']\)""", t)}
+    assert named and named <= set(QUERIES)
+    read = sql_library.mentioned(texts) | {t for n in named for t in QUERIES[n].reads}
     run = set(sql_library.plan(analyze.REPORT_TABLES))
-    assert read and {PUBLIC[n].module for n in read} <= run
+    assert {PUBLIC[n].module for n in read} <= run
 
 
 def test_an_uncached_ingest_runs_only_the_modules_asked_for(tmp_path):

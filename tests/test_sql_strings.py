@@ -1,6 +1,7 @@
-"""Queries live in .sql files (the ingest's modules, rules), not in Python strings: a count of
-the SQL strings in analyzer/'s Python, read from the syntax tree (docstrings left out; an
-f-string is one string). Issue 32 asks for under 30, each a one-line statement; until then the
+"""Queries live in .sql files (the ingest's modules, the named queries of ingest/sql/queries/,
+rules), not in Python strings: a count of the SQL strings in analyzer/'s Python, read from the
+syntax tree (docstrings left out; an f-string is one string). What stays is plumbing of one line
+(a setting, a count, a reader's view of one source table, the wrapper around a rule's SQL); the
 count may only go down: lower CEILING whenever a query moves into a .sql file."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from .conftest import ROOT
 
-CEILING = 96
+CEILING = 27
 _SQL = re.compile(r"^\s*\(?\s*(SELECT|WITH|CREATE|INSERT|DROP|PRAGMA|SET|DESCRIBE|COPY|ATTACH|DETACH|UPDATE|DELETE|"
                   r"ALTER|BEGIN|COMMIT|ROLLBACK|CHECKPOINT|INSTALL|LOAD|EXPLAIN|SUMMARIZE|FROM)\b")
 
@@ -43,6 +44,14 @@ def test_sql_strings_in_python_only_go_down():
     total = sum(len(v) for v in found.values())
     where = ", ".join(f"{p.relative_to(ROOT)} {len(v)}" for p, v in sorted(found.items(), key=lambda x: -len(x[1])) if v)
     assert total <= CEILING, f"{total} SQL strings in analyzer/ Python (at most {CEILING}): {where}"
+
+
+def test_each_sql_string_is_one_line():
+    """A query of several lines belongs in a .sql file. (A rule's SQL is wrapped on lines of its
+    own, so that its last line may be a comment: `\\n{}\\n` counts as the fragment it holds.)"""
+    long = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / "analyzer").rglob("*.py"))
+            for line, text in sql_strings(p) if "\n" in text.replace("\n{}\n", "{}") or len(text) > 140]
+    assert not long, f"SQL strings of more than one line: {long}"
 
 
 def test_the_count_sees_sql(tmp_path):

@@ -32,13 +32,10 @@ def slice_words(kind: str, cause: str, place: str | None) -> str:
 
 
 def compute(con: duckdb.DuckDBPyConnection) -> tuple[list[BudgetRow], list[SteadyState]]:
-    cur = con.execute("SELECT device_id, pid, kind, cause, place, ns, pct FROM budget "
-                      "ORDER BY device_id, pid, ns DESC, kind, cause, place")
+    cur = con.execute(sql_library.query("report_budget"))
     names = [d[0] for d in cur.description]
     budget = [BudgetRow(**dict(zip(names, r))) for r in cur.fetchall()]
-    cur = con.execute("SELECT device_id, pid, start_ns, end_ns, window_ns, steps, step_median_ns, step_mean_ns, "
-                      "busy_ns, busy_pct, idle_ns, bound, method, verdict_class, verdict_cause, verdict_detail, "
-                      "verdict_pct FROM steady_summary ORDER BY device_id, pid")
+    cur = con.execute(sql_library.query("report_steady_summary"))
     names = [d[0] for d in cur.description]
     steady = []
     for r in cur.fetchall():

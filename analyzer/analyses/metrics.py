@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 from nsys_diagnose.engine.model import DeviceMetrics, Metrics, ProcessMetrics
+from nsys_diagnose.ingest.sql_library import query
 
 
 def _pct(part: int, whole: int) -> float:
@@ -14,22 +15,10 @@ def _pct(part: int, whole: int) -> float:
 
 
 def compute(con: duckdb.DuckDBPyConnection) -> Metrics:
-    start, end, span = con.execute("SELECT start_ns, end_ns, coalesce(span_ns, 0) FROM trace_window").fetchone()
-    devices = con.execute("""
-        SELECT b.device_id, any_value(d.name), sum(b.duration_ns)
-        FROM device_busy b LEFT JOIN devices d USING (device_id) GROUP BY b.device_id ORDER BY b.device_id
-    """).fetchall()
-    # GPU work of no known process (a NULL globalPid, which no nsys writes) counts towards its
-    # device, and is left out of the per-process rows.
-    procs = con.execute("""
-        SELECT b.pid, any_value(p.name), b.device_id, sum(b.duration_ns)
-        FROM gpu_busy b LEFT JOIN processes p USING (pid) WHERE b.pid IS NOT NULL
-        GROUP BY b.pid, b.device_id ORDER BY b.device_id, b.pid
-    """).fetchall()
-    # Sums stay HUGEINT (Python int): a corrupt export's durations may add up past 2^63.
-    (k_ns, k_n), (c_ns, c_n), (s_ns, s_n), (a_ns, a_n) = (
-        con.execute(f"SELECT coalesce(sum(duration_ns), 0), count(*) FROM {t}").fetchone()
-        for t in ("kernels", "memcpys", "memsets", "api_calls"))
+    start, end, span = con.execute(query("report_window")).fetchone()
+    devices = con.execute(query("report_device_busy")).fetchall()
+    procs = con.execute(query("report_process_busy")).fetchall()
+    k_ns, k_n, c_ns, c_n, s_ns, s_n, a_ns, a_n = con.execute(query("report_totals")).fetchone()
     busy = sum(d[2] for d in devices)
     return Metrics(
         span_ns=span, window_start_ns=start, window_end_ns=end,
@@ -46,7 +35,7 @@ def compute(con: duckdb.DuckDBPyConnection) -> Metrics:
 def export_versions(con: duckdb.DuckDBPyConnection) -> tuple[str | None, str | None]:
     """(nsys version, export schema version) from META_DATA_EXPORT / EXPORT_META_DATA; None when
     the export predates both tables (before 2021.4)."""
-    meta = dict(con.execute("SELECT name, value FROM export_meta").fetchall())
+    meta = dict(con.execute(query("report_export_meta")).fetchall())
     return meta.get("EXPORT_PRODUCT_VERSION"), meta.get("EXPORT_SCHEMA_VERSION")
 
 
@@ -55,9 +44,8 @@ def export_info(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     the metadata table and schema flavour (decided from the columns present, at ingest), and,
     for a time-window slice of another export (DERIVED_* metadata keys), its origin and window."""
     nsys_version, schema_version = export_versions(con)
-    table, flavour, features = con.execute(
-        "SELECT export_meta_table, schema_flavour, features FROM export_format").fetchone()
-    meta = dict(con.execute("SELECT name, value FROM export_meta").fetchall())
+    table, flavour, features = con.execute(query("report_export_format")).fetchone()
+    meta = dict(con.execute(query("report_export_meta")).fetchall())
     return {"nsys_version": nsys_version, "export_schema_version": schema_version,
             "export_meta_table": table, "schema_flavour": flavour, "features": list(features or []),
             "derived": _derived(con, meta)}
@@ -68,8 +56,7 @@ def _derived(con: duckdb.DuckDBPyConnection, meta: dict[str, str]) -> dict[str, 
     if not keys:
         return None
     # The cut separates GPU work from the API calls that launched it: say how much.
-    keys["gpu_ops"], keys["gpu_ops_without_api"] = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE launch_api IS NULL) FROM gpu_activity").fetchone()
+    keys["gpu_ops"], keys["gpu_ops_without_api"] = con.execute(query("report_gpu_ops")).fetchone()
     window = re.fullmatch(r"\s*(-?\d+)\s*-\s*(-?\d+)\s*", keys.get("window_ns") or "")
     if window:
         del keys["window_ns"]

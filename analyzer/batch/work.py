@@ -21,6 +21,7 @@ from nsys_diagnose.analyze import (
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import DiagnoseError, InputError
 from nsys_diagnose.ingest.database import has_table, with_trace
+from nsys_diagnose.ingest.sql_library import query
 from nsys_diagnose.report import json as json_report
 from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
 
@@ -108,15 +109,13 @@ def command_line(meta: list[tuple[str, str]]) -> str | None:
 
 
 def trace_facts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    names = [r[0] for r in con.execute("SELECT DISTINCT name FROM kernels ORDER BY name").fetchall()]
-    top = con.execute("""SELECT name, any_value(short_name), sum(duration_ns)::BIGINT FROM kernels
-                         GROUP BY name ORDER BY 3 DESC, name LIMIT 1""").fetchone()
-    uuids = [r[0] for r in con.execute(
-        "SELECT DISTINCT uuid FROM devices WHERE has_activity AND uuid IS NOT NULL ORDER BY uuid").fetchall()]
-    pids = [r[0] for r in con.execute("SELECT DISTINCT pid FROM gpu_busy ORDER BY pid").fetchall()] or \
-        [r[0] for r in con.execute("SELECT DISTINCT pid FROM processes ORDER BY pid").fetchall()]
+    names = [r[0] for r in con.execute(query("batch_kernel_names")).fetchall()]
+    top = con.execute(query("batch_top_kernel")).fetchone()
+    uuids = [r[0] for r in con.execute(query("batch_gpu_uuids")).fetchall()]
+    pids = [r[0] for r in con.execute(query("batch_gpu_pids")).fetchall()] or \
+        [r[0] for r in con.execute(query("batch_pids")).fetchall()]
     facts: dict[str, Any] = {
-        "program": command_line(con.execute("SELECT name, value FROM capture_meta").fetchall()),
+        "program": command_line(con.execute(query("report_capture_meta")).fetchall()),
         "kernel_set": hashlib.sha256("\n".join(names).encode()).hexdigest()[:16] if names else None,
         "kernel_names": len(names),
         "top_kernel": top[0] if top else None,
@@ -127,9 +126,7 @@ def trace_facts(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "step_count": None, "step_median_ns": None, "step_total_ns": None, "step_source": None,
     }
     if has_table(con, "steps"):  # built by ingest/sql/phases.sql where present
-        n, median, total, source = con.execute(
-            "SELECT count(*), median(duration_ns)::BIGINT, sum(duration_ns)::BIGINT, "
-            "string_agg(DISTINCT source, ',' ORDER BY source) FROM steps").fetchone()
+        n, median, total, source = con.execute(query("batch_steps")).fetchone()
         if n:
             facts.update(step_count=n, step_median_ns=median, step_total_ns=total, step_source=source)
     return facts

@@ -17,49 +17,7 @@ import duckdb
 from nsys_diagnose.compare.stats import fmean, mann_whitney
 from nsys_diagnose.compare.steps import StepSeries
 from nsys_diagnose.engine.model import Finding, Report, Rule
-
-# Per-step totals of GPU work, API calls and NVTX ranges, by the step they were issued in.
-_STEPS = """
-s AS (SELECT pid, step, start_ns, lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns FROM steps),
-clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid)
-"""
-GPU_BY_STEP = f"""
-WITH {_STEPS},
-x AS (SELECT g.pid, g.kind, g.name, g.duration_ns,
-             CASE WHEN c.gpu_clock THEN g.start_ns ELSE coalesce(g.launch_start_ns, g.start_ns) END AS t
-      FROM gpu_activity g JOIN clock c USING (pid))
-SELECT x.pid, s.step, x.kind, x.name, count(*), sum(x.duration_ns)::BIGINT, NULL
-FROM x ASOF JOIN s ON x.pid = s.pid AND x.t >= s.start_ns WHERE x.t < s.next_start_ns GROUP BY ALL
-"""
-# NVTX ranges: from nvtx_range_stats (ingest/sql/nvtx.sql) when present, which adds the GPU time of
-# the work launched inside each range (nested ranges included), as nsys's nvtx_gpu_proj_sum.
-_NVTX_WITH_GPU = "SELECT pid, name, duration_ns, start_ns, gpu_ns FROM nvtx_range_stats WHERE name <> ''"
-_NVTX_PLAIN = "SELECT pid, name, duration_ns, start_ns, NULL::BIGINT AS gpu_ns FROM nvtx_ranges WHERE name <> ''"
-
-
-def _host_by_step(nvtx: str) -> str:
-    return f"""
-WITH {_STEPS},
-x AS (SELECT pid, 'api' AS kind, api AS name, duration_ns, start_ns AS t, NULL::BIGINT AS gpu_ns FROM api_calls
-      UNION ALL SELECT pid, 'nvtx', name, duration_ns, start_ns, gpu_ns FROM ({nvtx}))
-SELECT x.pid, s.step, x.kind, x.name, count(*), sum(x.duration_ns)::BIGINT, sum(x.gpu_ns)::BIGINT
-FROM x ASOF JOIN s ON x.pid = s.pid AND x.t >= s.start_ns WHERE x.t < s.next_start_ns GROUP BY ALL
-"""
-
-
-def _whole_run(nvtx: str) -> str:
-    return f"""
-SELECT kind, name, count(*), sum(duration_ns)::BIGINT, NULL FROM gpu_activity GROUP BY ALL
-UNION ALL SELECT 'api', api, count(*), sum(duration_ns)::BIGINT, NULL FROM api_calls GROUP BY ALL
-UNION ALL SELECT 'nvtx', name, count(*), sum(duration_ns)::BIGINT, sum(gpu_ns)::BIGINT FROM ({nvtx}) GROUP BY ALL
-"""
-
-
-def _nvtx_source(con: duckdb.DuckDBPyConnection) -> str:
-    cols = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'nvtx_range_stats'").fetchall()}
-    return _NVTX_WITH_GPU if {"pid", "name", "duration_ns", "start_ns", "gpu_ns"} <= cols else _NVTX_PLAIN
-
+from nsys_diagnose.ingest.sql_library import query
 
 KIND_LABEL = {"kernel": "kernel", "memcpy": "transfer", "memset": "transfer", "graph": "graph", "api": "api",
               "nvtx": "nvtx"}
@@ -83,8 +41,8 @@ def usage_by_step(con: duckdb.DuckDBPyConnection, series: list[StepSeries]) -> d
         return {}
     width = min(len(v) for v in timed.values())
     out: dict[tuple[str, str], Usage] = {}
-    for sql in (GPU_BY_STEP, _host_by_step(_nvtx_source(con))):
-        for pid, step, kind, name, n, ns, gpu in con.execute(sql).fetchall():
+    for part in ("compare_gpu_by_step", "compare_host_by_step"):  # ingest/sql/queries/compare.sql
+        for pid, step, kind, name, n, ns, gpu in con.execute(query(part)).fetchall():
             index = timed.get(pid, {}).get(step)
             if index is None:
                 continue
@@ -100,7 +58,7 @@ def usage_by_step(con: duckdb.DuckDBPyConnection, series: list[StepSeries]) -> d
 
 def usage_whole_run(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], Usage]:
     out: dict[tuple[str, str], Usage] = {}
-    for kind, name, n, ns, gpu in con.execute(_whole_run(_nvtx_source(con))).fetchall():
+    for kind, name, n, ns, gpu in con.execute(query("compare_whole_run")).fetchall():
         u = out.setdefault((KIND_LABEL[kind], name), Usage())
         u.ns += ns
         u.count += n
@@ -251,10 +209,8 @@ def steady_metrics(con: duckdb.DuckDBPyConnection, series: list[StepSeries],
 
 def steady_busy_ns(con: duckdb.DuckDBPyConnection, s: StepSeries) -> int:
     """The process's GPU busy time (union over its operations) inside its timed window."""
-    return con.execute(
-        "SELECT coalesce(sum(least(end_ns, $e) - greatest(start_ns, $s)), 0)::BIGINT FROM gpu_busy "
-        "WHERE pid = $pid AND end_ns > $s AND start_ns < $e",
-        {"pid": s.pid, "s": s.window_start_ns, "e": s.window_end_ns}).fetchone()[0]
+    return con.execute(query("compare_steady_busy"),
+                       {"pid": s.pid, "s": s.window_start_ns, "e": s.window_end_ns}).fetchone()[0]
 
 
 def metric_deltas(before: dict, after: dict) -> list[MetricDelta]:

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import duckdb
+from nsys_diagnose.ingest.sql_library import query
 
 # Thresholds of the identity check (documented in README "Compare").
 NVTX_SAME_MIN = 0.5     # NVTX name-set similarity (Jaccard) above which the structure matches
@@ -49,21 +50,19 @@ def normalize_range_name(name: str) -> str:
 
 
 def collect(con: duckdb.DuckDBPyConnection) -> RunFacts:
-    meta = con.execute("SELECT name, value FROM capture_meta").fetchall()
-    env = dict(con.execute("SELECT name, value FROM system_env").fetchall())
-    export = dict(con.execute("SELECT name, value FROM export_meta").fetchall())
-    gpus = [r[0] or f"GPU {r[1]}" for r in con.execute(
-        "SELECT name, device_id FROM devices WHERE has_activity ORDER BY device_id").fetchall()]
+    meta = con.execute(query("report_capture_meta")).fetchall()
+    env = dict(con.execute(query("report_system_env")).fetchall())
+    export = dict(con.execute(query("report_export_meta")).fetchall())
+    gpus = [r[0] or f"GPU {r[1]}" for r in con.execute(query("compare_gpus")).fetchall()]
     traced = sorted({v for k, v in meta if k == "CAPTURE_EVENT_TYPE"}) or None
     modes = sorted({v for k, v in meta if k.endswith("CUDA_GRAPH_TRACE_OPTIONS:MODE")})
     return RunFacts(
         gpus=gpus, driver=env.get("NvDriverVersion"), cuda_driver=env.get("CudaDriverVersion"),
         nsys_version=export.get("EXPORT_PRODUCT_VERSION"), traced=traced,
         graph_trace_mode="/".join(modes) or None, commands=_commands(meta),
-        nvtx_names=Counter({normalize_range_name(n): c for n, c in con.execute(
-            "SELECT name, count(*) FROM nvtx_ranges WHERE name <> '' GROUP BY name").fetchall()}),
-        kernel_ns=dict(con.execute("SELECT name, sum(duration_ns)::BIGINT FROM kernels GROUP BY name").fetchall()),
-        graph_replays=con.execute("SELECT count(*) FROM graph_launches").fetchone()[0],
+        nvtx_names=Counter({normalize_range_name(n): c for n, c in con.execute(query("compare_nvtx_names")).fetchall()}),
+        kernel_ns=dict(con.execute(query("compare_kernel_ns")).fetchall()),
+        graph_replays=con.execute(query("report_graph_launches")).fetchone()[0],
     )
 
 

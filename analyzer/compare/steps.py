@@ -28,13 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import duckdb
-
-# One row per step: its host start, the next step's, and the earliest GPU start of the work
-# launched in between (ingest/sql/step_times.sql, shared with the budget's step time).
-STEP_SQL = """
-SELECT pid, step, name, source, start_ns, next_start_ns, gpu_first_ns, gpu_clock
-FROM step_times ORDER BY pid, step
-"""
+from nsys_diagnose.ingest.database import has_table
+from nsys_diagnose.ingest.sql_library import query
 
 
 @dataclass
@@ -63,17 +58,16 @@ class StepSeries:
 
 
 def has_step_tables(con: duckdb.DuckDBPyConnection) -> bool:
-    names = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    return {"steps", "steady_state", "step_times"} <= names
+    return all(has_table(con, name) for name in ("steps", "steady_state", "step_times"))
 
 
 def step_series(con: duckdb.DuckDBPyConnection) -> list[StepSeries]:
     """Timed steps per process, ordered by when each process's steps begin."""
     if not has_step_tables(con):
         return []
-    steady = dict(con.execute("SELECT pid, start_ns FROM steady_state WHERE method = 'steps'").fetchall())
+    steady = dict(con.execute(query("compare_steady_starts")).fetchall())
     by_pid: dict[int, list] = {}
-    for r in con.execute(STEP_SQL).fetchall():
+    for r in con.execute(query("compare_steps")).fetchall():  # ingest/sql/queries/compare.sql
         by_pid.setdefault(r[0], []).append(r)
     out = [_series(pid, rows, steady.get(pid)) for pid, rows in by_pid.items()]
     return sorted(out, key=lambda s: (s.window_start_ns or 0, s.pid))

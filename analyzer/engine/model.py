@@ -356,3 +356,10 @@ class Report(BaseModel):
     rules: list[RuleResult]
     # binned timeline for the HTML report (analyze(..., timeline=True)); not part of the JSON
     timeline: Timeline | None = Field(default=None, exclude=True)
+
+
+def as_subquery(sql: str, columns: str = "", tail: str = "") -> str:
+    """A rule's SQL as the engine reads it: a subquery named rule_rows, with `columns` added and
+    `tail` (a LIMIT) after it. The SQL keeps lines of its own, so that a last line that is a
+    comment cannot swallow the closing parenthesis."""
+    return f"SELECT *{columns} FROM (\n{sql.strip().rstrip(';')}\n) AS rule_rows{tail}"

@@ -21,7 +21,7 @@ from typing import Any
 
 import duckdb
 from nsys_diagnose.engine.headlines import WORD_LIMITS, template_words
-from nsys_diagnose.engine.model import Rule
+from nsys_diagnose.engine.model import Rule, as_subquery
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.ingest import sql_library
 from nsys_diagnose.ingest.database import view_sources
@@ -75,10 +75,6 @@ def _trees(queries: tuple[str, ...]) -> list[dict[str, Any]]:
     return [json.loads(tree) for tree in row[0]] if row else [{"error": True} for _ in queries]
 
 
-def _as_subquery(sql: str) -> str:
-    return f"SELECT * FROM (\n{sql.strip().rstrip(';')}\n) AS rule_rows"  # as the runner reads it
-
-
 def _as_select(when: str) -> str:
     return f"SELECT ({when}) FROM __rule_rows"
 
@@ -96,7 +92,7 @@ def sql_problem(sql: str) -> tuple[str, int | None] | None:
     if statements[0].type != duckdb.StatementType.SELECT:
         return f"must be a SELECT, found {statements[0].type.name}", None
     try:  # the runner reads it as a subquery: a PRAGMA parses as a SELECT but cannot be one
-        _con().extract_statements(_as_subquery(sql))
+        _con().extract_statements(as_subquery(sql))
     except duckdb.Error:
         return "must be a SELECT that can be read as a subquery (not a PRAGMA or other shorthand)", None
     return None

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import duckdb
 from nsys_diagnose import limits
 from nsys_diagnose.engine import bounds, claims, headlines
-from nsys_diagnose.engine.model import Finding, Rule, RuleResult
+from nsys_diagnose.engine.model import Finding, Rule, RuleResult, as_subquery
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.errors import UsageError
 from nsys_diagnose.ingest.database import is_corrupt, with_memory_retry
@@ -84,10 +84,9 @@ def missing_inputs(rule: Rule, captured: dict[str, bool]) -> list[str]:
 
 
 def _composed_sql(rule: Rule) -> str:
-    body = rule.sql.strip().rstrip(";")
     flags = "".join(f", ({spec.when}) AS __finding_{i}" for i, spec in enumerate(rule.findings))
     flags += "".join(f", coalesce(({part.when}), false) AS __advice_{i}" for i, part in enumerate(rule.advice) if part.when)
-    return f"SELECT *{flags} FROM (\n{body}\n) AS rule_rows"
+    return as_subquery(rule.sql, flags)
 
 
 def advice(rule: Rule, row: dict[str, Any], evidence: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-from nsys_diagnose.engine.model import Rule
+from nsys_diagnose.engine.model import Rule, as_subquery
 from nsys_diagnose.engine.runner import MAX_RULE_ROWS, rule_timeout_s
 from nsys_diagnose.ingest.database import with_memory_retry
 
@@ -22,7 +22,7 @@ def rule_table(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
     cursor = con.cursor()
     timer = threading.Timer(rule_timeout_s(), cursor.interrupt)  # as bounded as the rule's own run
     try:
-        sql = f"SELECT * FROM (\n{rule.sql.strip().rstrip(';')}\n) AS rule_rows LIMIT {MAX_RULE_ROWS + 1}"
+        sql = as_subquery(rule.sql, tail=f" LIMIT {MAX_RULE_ROWS + 1}")
         used = cursor.extract_statements(sql)[0].named_parameters
         timer.start()
         table = with_memory_retry(

@@ -26,7 +26,7 @@ import duckdb
 from nsys_diagnose.errors import InputError, NoSpaceError, UsageError, is_no_space
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
 from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
-from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
+from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
 from nsys_diagnose.text import printable
 
 CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
@@ -256,18 +256,19 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         raise InputError(path, f"table {missing[0]} lacks its column {missing[1]}, which every nsys export has")
     # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of growing
     # with the trace (a 1e7-kernel export stays under 1 GB of RSS). Set in the config, not in SQL.
-    con = duckdb.connect(str(out), config=ingest_config(out.parent) | thread_config() | {"memory_limit": memory_limit})
-    try:
-        con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
-        con.execute("SET preserve_insertion_order = false")  # ingest in parallel (ingest.md 4.2)
+    con = duckdb.connect(str(out), config=ingest_config(out.parent) | thread_config() | {
+        "memory_limit": memory_limit,
+        "temp_directory": str(out) + ".spill",
+        "preserve_insertion_order": False,  # ingest in parallel (ingest.md 4.2)
         # Freed memory goes back to the system promptly, so RSS stays near the limit above.
-        con.execute("SET allocator_background_threads = true")
-        con.execute("SET allocator_flush_threshold = '32MB'")
-        con.execute(f"SET temp_directory = {sql_string(str(out) + '.spill')}")
+        "allocator_background_threads": True,
+        "allocator_flush_threshold": "32MB",
         # DuckDB turns an ASOF join whose left side it estimates at <= 64 rows into a nested loop
         # over the whole right side, so a misestimate (a filtered table) turns one join of 1e6 GPU
         # operations from a second into a minute. The sort-merge plan is always linear.
-        con.execute("SET asof_loop_join_threshold = 0")
+        "asof_loop_join_threshold": 0})
+    try:
+        con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
         reader = make_reader(reader_kind, con, path, out.parent)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)
@@ -280,7 +281,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT_BYTES.
         one_transaction = path.stat().st_size < SMALL_EXPORT_BYTES
         if one_transaction:
-            con.execute("BEGIN TRANSACTION")
+            con.begin()
         statements = [(name.removesuffix(".sql"), stmt) for name, text in _sql_files(modules)
                       for stmt in _statements(text)]
         done = None
@@ -308,16 +309,16 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
                      json.dumps([(not srcs) or any(s in tables for s in srcs) for srcs in view_sources(modules).values()])])
         con.execute("CREATE TABLE source_tables AS SELECT unnest(from_json(?, '[\"VARCHAR\"]')) AS name",
                     [json.dumps(sorted(tables))])
-        con.execute("CREATE TABLE ingest_info(reader VARCHAR, cache_format INTEGER)")
-        con.execute("INSERT INTO ingest_info VALUES (?, ?)", [reader.name, CACHE_FORMAT])
+        con.execute("CREATE TABLE ingest_info AS SELECT ?::VARCHAR AS reader, ?::INTEGER AS cache_format",
+                    [reader.name, CACHE_FORMAT])
         fmt = schema.detect_format(tables)  # decided from the columns present, so it is kept here
-        con.execute("CREATE TABLE export_format(export_meta_table VARCHAR, schema_flavour VARCHAR, features VARCHAR[])")
-        con.execute("INSERT INTO export_format VALUES (?, ?, ?)",
+        con.execute("CREATE TABLE export_format AS SELECT ?::VARCHAR AS export_meta_table, "
+                    "?::VARCHAR AS schema_flavour, ?::VARCHAR[] AS features",
                     [fmt["export_meta_table"], fmt["schema_flavour"], fmt["features"]])
         progress.stage("writing the cache", *done or (None, None))
         if one_transaction:
-            con.execute("COMMIT")
-        con.execute("CHECKPOINT")
+            con.commit()
+        con.checkpoint()
         return reader.name, present
     except (duckdb.Error, OSError) as e:
         if is_no_space(e):  # the folder written to is full, not the export bad
@@ -412,9 +413,9 @@ def is_corrupt(e: BaseException) -> bool:
 
 
 def _tables_of(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, bool], str, list[str]]:
-    captured = dict(con.execute("SELECT view_name, captured FROM captured").fetchall())
-    used = con.execute("SELECT reader FROM ingest_info").fetchone()[0]
-    sources = [r[0] for r in con.execute("SELECT name FROM source_tables").fetchall()]
+    captured = dict(con.execute(sql_library.query("trace_captured")).fetchall())
+    used = con.execute(sql_library.query("trace_reader")).fetchone()[0]
+    sources = [r[0] for r in con.execute(sql_library.query("trace_source_tables")).fetchall()]
     return captured, used, sources
 
 

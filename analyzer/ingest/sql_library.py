@@ -29,14 +29,32 @@ too big for memory live in the file while in use); only public tables and macros
 documented, and only they may be read by rules.
 
 A statement whose comment block holds `-- @each name: SELECT ...` runs once per row of that
-query, with `$name` bound to the row's value (ingest/database.py): 22_idle_gaps.sql fills
+query, with `$name` bound to the row's value (ingest/database.py): idle_gaps.sql fills
 gap_states one slice of gaps at a time, so that each statement's hash tables stay within the
 ingest's memory limit.
+
+The queries Python runs on those tables after the ingest (the metrics, the timeline's bins,
+compare, batch) are named queries in ingest/sql/queries/<file>.sql, whose first line names the
+modules they read, like a module's. Each statement is one query, documented like a table, its
+name prefixed by its file's and its `$parameters` listed:
+
+    -- Busy time of each device in each bin of the window.    <- what a row is
+    -- query: timeline_device_bins                            <- its name: <file>_<what>
+    -- @param w0: window start, ns                            <- one line per $parameter
+    -- @column device_id: CUDA device                         <- one line per result column
+    SELECT ...;
+
+Python runs it by name, `con.execute(query("timeline_device_bins"), params)`. The ingest never
+runs them. A query file whose query has no name, a name used twice or without its file's prefix,
+a parameter not listed or listed and not used, a column undocumented, or a read of a table that
+is not public in the modules it includes stops the loader with ModuleError; tests check each
+query's result columns against its @column lines.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -48,6 +66,8 @@ _CREATE = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?P<temp>TEMP\s+|TEMPORA
                      r"(?P<kind>TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>\w+)", re.I)
 _DROP = re.compile(r"^\s*DROP\s+(?:TABLE|VIEW|MACRO)\s+(?:IF\s+EXISTS\s+)?(?P<name>\w+)", re.I)
 _COLUMN = re.compile(r"^@column\s+(?P<name>\w+)\s*:?\s*(?P<doc>.*)$")
+_PARAM = re.compile(r"^@param\s+(?P<name>\w+)\s*:?\s*(?P<doc>.*)$")
+_QUERY = re.compile(r"^query\s*:\s*(?P<name>\w+)\s*$")
 _SOURCES = re.compile(r"^sources\s*:\s*(?P<list>.*)$", re.I)
 _INCLUDE = re.compile(r"\A--\s*include:(?P<list>[^\n]*)")
 _MAKES = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|VIEW|MACRO|TYPE)\s+"
@@ -96,10 +116,14 @@ class Module:
     words: set[str]      # every name its code mentions, beside its CTEs', its declared columns' and strings
 
 
+def _folder():
+    return resources.files("nsys_diagnose.ingest").joinpath("sql")
+
+
 @functools.cache
 def modules() -> dict[str, Module]:
     """Every module of the library, by name, as read from ingest/sql/."""
-    folder = resources.files("nsys_diagnose.ingest").joinpath("sql")
+    folder = _folder()
     return {m.name: m for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".sql")
             for m in [module(f.name, f.read_text())]}
 
@@ -113,8 +137,13 @@ def module(file: str, text: str) -> Module:
     return Module(name=file.removesuffix(".sql"), file=file, text=text, includes=re.findall(r"\w+", head["list"]),
                   makes=set(_MAKES.findall(code)),
                   drops={m["name"] for part in code.split(";") if (m := _DROP.match(part))},
-                  words=set(re.findall(r"\w+", re.sub(r"'(?:[^']|'')*'", "''", code)))
-                  - set(_CTE.findall(code)) - set(_DECLARED.findall(code)))
+                  words=_words(code))
+
+
+def _words(code: str) -> set[str]:
+    """Every name the code mentions, beside its CTEs', its declared columns' and strings."""
+    return (set(re.findall(r"\w+", re.sub(r"'(?:[^']|'')*'", "''", code)))
+            - set(_CTE.findall(code)) - set(_DECLARED.findall(code)))
 
 
 def _closure(names: Iterable[str], mods: dict[str, Module]) -> set[str]:
@@ -191,9 +220,8 @@ def data_rows(table: str) -> list[dict]:
     try:
         for st in statements(maker.file, maker.text):
             con.execute(st.sql)
-        cur = con.execute(f'SELECT * FROM "{table}"')
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        rel = con.table(table)
+        return [dict(zip(rel.columns, row)) for row in rel.fetchall()]
     finally:
         con.close()
 
@@ -227,6 +255,142 @@ def statements(name: str, text: str) -> list[Statement]:
         comment, offset = _leading_comment(st.query)
         out.append(Statement(file=name, line=start_line + offset, sql=st.query.strip(), comment=comment))
     return out
+
+
+@dataclass
+class Query:
+    """A named query of ingest/sql/queries/: Python runs it by name on the ingested tables."""
+
+    name: str
+    file: str                  # queries/<stem>.sql
+    line: int
+    sql: str
+    doc: str                   # what a row is
+    params: dict[str, str]     # $parameter -> doc
+    columns: dict[str, str]    # result column -> doc, in order
+    reads: set[str]            # the library's public tables and macros it reads
+    includes: list[str]        # its file's include line
+
+
+@functools.cache
+def queries() -> dict[str, Query]:
+    """Every named query, by name, as read from ingest/sql/queries/ (checked: query_file)."""
+    folder = _folder().joinpath("queries")
+    out: dict[str, Query] = {}
+    for f in sorted(folder.iterdir(), key=lambda f: f.name):
+        if f.name.endswith(".sql"):
+            for q in query_file(f"queries/{f.name}", f.read_text()):
+                if q.name in out:
+                    raise ModuleError(f"ingest/sql/{q.file}:{q.line}: query {q.name} is named in {out[q.name].file} too")
+                out[q.name] = q
+    return out
+
+
+def query(name: str) -> str:
+    """The SQL of the named query, to run with its $parameters bound."""
+    found = queries().get(name)
+    if found is None:
+        raise ModuleError(f"no named query {name!r} in ingest/sql/queries/")
+    return found.sql
+
+
+def query_file(file: str, text: str) -> list[Query]:
+    """The named queries of a query file, each checked against its documentation and against
+    the public tables of the modules the file includes."""
+    head = _INCLUDE.match(text)
+    if head is None:
+        raise ModuleError(f"ingest/sql/{file}: its first line must name the modules it reads: '-- include: a, b'")
+    includes = re.findall(r"\w+", head["list"])
+    reach = {m.name for m in order(includes)} if includes else set()
+    entries = public()
+    made = set(entries).union(*(m.makes for m in modules().values()))
+    prefix = file.removeprefix("queries/").removesuffix(".sql") + "_"
+    try:
+        found = statements(file, text)
+    except duckdb.Error as e:
+        raise ModuleError(f"ingest/sql/{file}: does not parse: {str(e).splitlines()[0]}") from None
+    out, read_modules = [], set()
+    for st in found:
+        q = _query(st, file, includes)
+        where = f"ingest/sql/{file}:{st.line}: query {q.name or '(unnamed)'}"
+        problem = _problem(q, prefix, {w for w in q.reads & made if w not in entries or entries[w].module not in reach})
+        if problem:
+            raise ModuleError(f"{where} {problem}")
+        q.reads &= made
+        read_modules |= {entries[w].module for w in q.reads}
+        out.append(q)
+    if set(includes) - read_modules:
+        raise ModuleError(f"ingest/sql/{file}: includes {', '.join(sorted(set(includes) - read_modules))} "
+                          "but reads none of its tables")
+    return out
+
+
+def _problem(q: Query, prefix: str, unseen: set[str]) -> str | None:
+    """What is wrong with a named query, or None. `unseen`: the library's tables it reads that
+    are not public in the modules its file includes."""
+    if not q.name:
+        return "has no name: '-- query: <file>_<what>' in its comment"
+    if not q.name.startswith(prefix):
+        return f"must be named {prefix}<what>"
+    parsed = duckdb.extract_statements(q.sql)
+    if len(parsed) != 1 or parsed[0].type != duckdb.StatementType.SELECT:
+        return "must be one SELECT"
+    if not q.doc:
+        return "has no comment saying what a row is"
+    if not q.columns:
+        return "documents no result column ('-- @column name: meaning')"
+    if (empty := [c for c, doc in q.columns.items() if not doc]):
+        return f"documents column {empty[0]} with nothing"
+    if set(q.params) != set(parsed[0].named_parameters):
+        return f"lists parameters {sorted(q.params)}, its SQL uses {sorted(parsed[0].named_parameters)}"
+    if unseen:
+        return f"reads {', '.join(sorted(unseen))}: not public in the modules it includes ({', '.join(q.includes)})"
+    return None
+
+
+def _query(st: Statement, file: str, includes: list[str]) -> Query:
+    name, doc = "", []
+    params: dict[str, str] = {}
+    columns: dict[str, str] = {}
+    last: dict[str, str] | None = None
+    for ln in st.comment:
+        if (m := _QUERY.match(ln)):
+            name = m["name"]
+        elif (m := _PARAM.match(ln)) or (m := _COLUMN.match(ln)):
+            last = params if ln.startswith("@param") else columns
+            last[m["name"]] = m["doc"].strip()
+        elif last and ln and not ln.startswith("@"):  # a doc's continuation line
+            key = next(reversed(last))
+            last[key] = f"{last[key]} {ln}"
+        else:
+            doc.append(ln)
+    return Query(name=name, file=file, line=st.line, sql=st.sql, doc=" ".join(d for d in doc if d).strip(),
+                 params=params, columns=columns, reads=_tables_read(st.sql), includes=includes)
+
+
+@functools.cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect()
+
+
+def _tables_read(sql: str) -> set[str]:
+    """The tables and views a query names in FROM and JOIN clauses, its own CTEs left out, from
+    DuckDB's parse tree (a column named like a table is not a read)."""
+    # a literal, not a parameter: a parameterized execute costs DuckDB a retried `import pandas`
+    literal = "'" + sql.replace("'", "''") + "'"
+    tree = json.loads(_parser().execute(f"SELECT json_serialize_sql({literal})").fetchone()[0])
+    tables, ctes = set(), set()
+    todo: list = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                tables.add(node["table_name"])
+            ctes |= {c["key"] for c in (node.get("cte_map") or {}).get("map") or []}
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+    return tables - ctes
 
 
 def _entry(st: Statement, kind: str, name: str) -> Entry:
@@ -295,18 +459,32 @@ def markdown() -> str:
                 out += ["| column | meaning |", "|---|---|"]
                 out += [f"| `{c}` | {_cell(d)} |" for c, d in e.columns.items()]
                 out.append("")
+    out += ["## Named queries", "",
+            "What Python runs on these tables after the ingest, by name (`ingest/sql/queries/`; the",
+            "loader checks each against its comment, a test its result columns).", ""]
+    for q in queries().values():
+        out += [f"### {q.name}", "", f"*query*, `{q.file}:{q.line}`; reads {', '.join(sorted(q.reads)) or 'no library table'}",
+                "", q.doc, ""]
+        if q.params:
+            out += ["| parameter | meaning |", "|---|---|"] + [f"| `${p}` | {_cell(d)} |" for p, d in q.params.items()] + [""]
+        out += ["| column | meaning |", "|---|---|"] + [f"| `{c}` | {_cell(d)} |" for c, d in q.columns.items()] + [""]
     return "\n".join(out).rstrip() + "\n"
 
 
 def module_table() -> str:
-    """The modules in the order they run, each with its includes and public tables: the table in
-    docs/architecture.md (a test keeps it current)."""
+    """The modules in the order they run, each with its includes and public tables, then the
+    query files: the table in docs/architecture.md (a test keeps it current)."""
     made: dict[str, list[str]] = {}
     for e in public().values():
         made.setdefault(e.module, []).append(e.name)
-    out = ["| module | runs | includes | public tables and macros |", "|---|---|---|---|"]
+    out = ["| module | runs | includes | public tables and macros; named queries |", "|---|---|---|---|"]
     out += [f"| `{m.name}` | {i} | {', '.join(m.includes) or '-'} | {', '.join(made.get(m.name, []))} |"
             for i, m in enumerate(order(), 1)]
+    files: dict[str, list[Query]] = {}
+    for q in queries().values():
+        files.setdefault(q.file, []).append(q)
+    out += [f"| `{f.removesuffix('.sql')}` | by name | {', '.join(qs[0].includes) or '-'} | {', '.join(q.name for q in qs)} |"
+            for f, qs in files.items()]
     return "\n".join(out) + "\n"
 
 
