@@ -61,9 +61,6 @@ def test_h200_report_opens_with_the_verified_cause(name):
 OPEN: dict[str, str] = {
     "item_metrics_loop.sqlite": "issue 33: call-flood opens the report but does not name the NVTX range 'metrics' "
                                 "that holds the copies",
-    "triton_autotune_per_shape.sqlite": "fusion-candidates opens the report on the autotuner's L2-flush fills "
-                                        "(FillFunctor, 22.5 % of the steady state); the per-request re-tuning "
-                                        "(330-530 trial launches, 21 device syncs a request) leaves unsteady-steps passed",
 }
 
 
@@ -92,7 +89,6 @@ OPEN_FORBIDDEN: dict[str, str] = {
                                      "GEMMs are not limited by their format",
     "pageable_tiny_h2d.sqlite": "cuda-api-overhead's fix says 'use fused or foreach optimizers' to a loop already on "
                                 "AdamW(fused=True)",
-    "triton_autotune_per_shape.sqlite": "fusion-candidates advises torch.compile for the autotuner's L2-flush fill kernels",
 }
 
 

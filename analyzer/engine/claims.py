@@ -29,8 +29,9 @@ def _causes(f: Finding) -> set[str]:
 
 
 def _generic(f: Finding) -> bool:
-    """A claim on every cause anywhere (all idle time), as against named causes or a named place."""
-    return "*" in _causes(f) and not f.claims.place
+    """A claim on all idle time (every cause, anywhere), as against named causes or a named place.
+    All GPU time is not generic: a search's trial kernels run in every class, and are the search's."""
+    return f.claims.kind == "idle" and "*" in _causes(f) and not f.claims.place
 
 
 def _slice(f: Finding, budget: list[BudgetRow]) -> tuple[list[BudgetRow], str | None]:
@@ -46,7 +47,8 @@ def _slice(f: Finding, budget: list[BudgetRow]) -> tuple[list[BudgetRow], str | 
 
 def _describe(f: Finding, rows: list[BudgetRow], place: str | None, window_ns: int) -> str:
     c = f.claims
-    causes = "any cause" if "*" in _causes(f) else " or ".join(sorted(_causes(f)))
+    causes = (("any class" if c.kind == "gpu" else "any cause") if "*" in _causes(f)
+              else " or ".join(sorted(_causes(f))))
     where = f' in NVTX range "{place}"' if place else ""
     what = f"GPU time in {causes}" if c.kind == "gpu" else f"GPU idle time ({causes}{where})"
     ns = sum(r.ns for r in rows)

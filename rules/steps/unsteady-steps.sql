@@ -35,12 +35,28 @@ slice AS (
   SELECT pid, sum(ns) AS churn_budget_ns, arg_max(place, struct_pack(n := ns, p := place)) AS top_place FROM (
     SELECT pid, place, sum(ns) AS ns FROM budget WHERE kind = 'idle' AND cause = 'step churn' GROUP BY ALL) GROUP BY pid),
 ss AS (SELECT pid, end_ns - start_ns AS window_ns FROM steady_state),
+-- where no usual step bounds the churn, its windows are the spans of the searches themselves
+-- (first to last event call, module load or spawn): how long they run, and how much of that the
+-- GPU spends busy on their trial kernels (an autotuner keeps the GPU busy while it searches)
+spans AS (
+  SELECT pid, step, window_start_ns AS start_ns, window_end_ns AS end_ns FROM sc
+  WHERE churn AND churn_ns IS NULL AND window_end_ns > window_start_ns),
+searched AS (
+  SELECT s.pid, sum(s.end_ns - s.start_ns)::BIGINT AS search_span_ns,
+         coalesce(sum(b.busy_ns), 0)::BIGINT AS search_gpu_ns
+  FROM spans s LEFT JOIN (
+    SELECT s.pid, s.step, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns)) AS busy_ns
+    FROM spans s JOIN gpu_busy b ON b.pid = s.pid AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns
+    GROUP BY ALL) b USING (pid, step)
+  GROUP BY s.pid),
 rows AS (
   SELECT l.*, c.* EXCLUDE (pid), m.mechanism, coalesce(s.churn_budget_ns, 0)::BIGINT AS churn_budget_ns, s.top_place,
-         w.window_ns,
-         round(100.0 * coalesce(c.churn_ns, s.churn_budget_ns, 0) / nullif(w.window_ns, 0), 2) AS churn_pct
+         w.window_ns, q.search_span_ns, q.search_gpu_ns,
+         greatest(coalesce(s.churn_budget_ns, 0), coalesce(q.search_span_ns, 0))::BIGINT AS search_cost_ns,
+         round(100.0 * coalesce(c.churn_ns, greatest(s.churn_budget_ns, q.search_span_ns), s.churn_budget_ns, 0)
+               / nullif(w.window_ns, 0), 2) AS churn_pct
   FROM likeness l JOIN churn c USING (pid) JOIN ss w USING (pid)
-  LEFT JOIN mech m USING (pid) LEFT JOIN slice s USING (pid)
+  LEFT JOIN mech m USING (pid) LEFT JOIN slice s USING (pid) LEFT JOIN searched q USING (pid)
   WHERE l.steps >= (SELECT value FROM phase_settings WHERE name = 'min_steps'))
 SELECT *,
        CASE WHEN alike_by IS NULL OR (alike_by = 'kernels' AND churn_ns IS NULL)
