@@ -93,7 +93,7 @@ def cli() -> None:
     nsys-diagnose explain gpu-idle-gaps    one rule's documentation
     nsys-diagnose compare BEFORE AFTER     did a change help? noise-aware verdict and deltas
     nsys-diagnose schema report            the JSON Schema of the report (or: compare)
-    nsys-diagnose test-rules my-rules/     run a rules folder's scenarios (my-rules/_fixtures)
+    nsys-diagnose test-rules my-rules/     run the scenarios beside a folder's rules (_fixtures/<id>/)
 
     Exit codes: 0 no finding reaches --fail-on (default: warning), 1 one does, 2 a usage or input
     error, 130 interrupted.
@@ -284,17 +284,18 @@ def schema_cmd(name: str | None, write: bool, check: bool) -> None:
 
 @cli.command("test-rules", short_help="Run the scenarios of a folder of rules, like `semgrep test`.")
 @click.argument("rules_dir", type=click.Path(path_type=Path))
-@click.option("--fixtures", type=click.Path(path_type=Path), metavar="DIR",
-              help="Scenario folder: one sub-folder per rule id, each with fires-*.yaml and quiet-*.yaml "
-                   "(default: RULES_DIR/_fixtures).")
 @click.option("--select", multiple=True, metavar="ID", help="Test only these rules; may repeat.")
-def test_rules_cmd(rules_dir: Path, fixtures: Path | None, select: tuple[str, ...]) -> None:
+@click.option("--update-snapshots", is_flag=True,
+              help="Rewrite each scenario's snapshot (<scenario>.snap) from its run instead of comparing.")
+def test_rules_cmd(rules_dir: Path, select: tuple[str, ...], update_snapshots: bool) -> None:
     """Run the scenarios of a folder of rules (as --rules takes it), like `semgrep test`: each
-    scenario's export through the whole pipeline, its rule's result against what it expects.
+    rule's scenarios are beside it, in _fixtures/<id>/; each scenario's export goes through the
+    whole pipeline, and its rule's result is checked against what it expects and against its
+    snapshot (the findings as the report renders them).
 
     Exit 0 when every scenario passes, 1 when one fails, 2 when a rule or scenario is invalid
     (an unknown key, a parameter the rule lacks, a quiet-* scenario expecting `fired`, ...).
-    Scenario format: fixtures/rules/README.md of the source repository."""
+    Scenario format: rules/README.md of the source repository."""
     from nsys_diagnose import rule_tests
 
     rules = load_rules([rules_dir])
@@ -304,9 +305,9 @@ def test_rules_cmd(rules_dir: Path, fixtures: Path | None, select: tuple[str, ..
         raise UsageError(f"{rules_dir}: holds no rules (<id>.yaml beside <id>.sql)")
     if unknown := [s for s in select if s not in tested]:
         raise UsageError(f"--select: no rule {', '.join(map(repr, unknown))} in {rules_dir}")
-    cases = rule_tests.load_cases(fixtures or rules_dir / "_fixtures", rules, list(select) or tested)
+    cases = rule_tests.load_cases(rules_dir, rules, list(select) or tested)
     failed = 0
-    for case, problems in rule_tests.run_all(cases, rules):
+    for case, problems in rule_tests.run_all(cases, rules, update=update_snapshots):
         failed += bool(problems)
         click.echo(f"FAIL {case.name}: {'; '.join(map(printable, problems))}" if problems else f"ok   {case.name}")
     count = len({c.rule_id for c in cases})

@@ -1,6 +1,11 @@
-"""Rule scenarios: `<fixtures>/<rule-id>/{fires,quiet}-*.yaml`, each a small export (`given:`)
-and what the rule must say about it (`expect:`). `nsys-diagnose test-rules DIR` and the test
-suite run them through the whole pipeline (SQLite file -> ingest -> rule).
+"""Rule scenarios, beside their rule as semgrep-rules keeps a rule's tests: a rule's
+`<id>.yaml` has `_fixtures/<id>/{fires,quiet}-*.yaml` in its folder, each a small export
+(`given:`) and what the rule must say about it (`expect:`), and each with the snapshot of what it
+said, `<scenario>.snap` (ruff's snapshots are the model): the status, and every finding as the
+report renders it (title, severity, message, fix, evidence), so that a changed message fails its
+scenario until the snapshot is rewritten (`--update-snapshots`). Built-in rules and a team's
+folder follow the one convention. `nsys-diagnose test-rules DIR` and the test suite run them
+through the whole pipeline (SQLite file -> ingest -> rule).
 
 A scenario that cannot fail is worse than none, so each is checked before it runs: unknown keys
 are errors (a misspelled `evidance:` would otherwise expect nothing), `params` are checked as
@@ -11,6 +16,7 @@ checks that the SQL returns the columns the YAML declares, in order.
 
 from __future__ import annotations
 
+import difflib
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -18,16 +24,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
+import yaml
 from nsys_diagnose.analyze import report_from_trace, tables_read
 from nsys_diagnose.engine.catalog import line_of, read_yaml
 from nsys_diagnose.engine.model import Rule, RuleResult, Strict, as_subquery
 from nsys_diagnose.engine.selection import overrides_from
 from nsys_diagnose.errors import RuleSpecError, UsageError
 from nsys_diagnose.ingest.database import Trace, with_memory_retry, with_trace
+from nsys_diagnose.output import write_atomic
 from nsys_diagnose.synthetic import expand, write_export
 from pydantic import Field, ValidationError, field_validator
 
 EXPECTED = {"fires": ("fired",), "quiet": ("passed", "skipped")}
+FIXTURES = "_fixtures"  # a rule's scenarios: <its YAML's folder>/_fixtures/<its id>/
 
 
 class Repeat(Strict):
@@ -85,6 +94,15 @@ class Case:
     def name(self) -> str:
         return f"{self.rule_id}/{self.path.stem}"
 
+    @property
+    def snapshot(self) -> Path:
+        return self.path.with_suffix(".snap")
+
+
+def scenario_folder(rule: Rule) -> Path:
+    """Where the rule's scenarios are: `_fixtures/<id>/` beside its YAML."""
+    return Path(rule.source).parent / FIXTURES / rule.id
+
 
 def load_case(path: Path, rules: dict[str, Rule]) -> Case:
     """The scenario at `path` (in a folder named by its rule id), checked; RuleSpecError
@@ -94,6 +112,8 @@ def load_case(path: Path, rules: dict[str, Rule]) -> Case:
         raise RuleSpecError(path, "a scenario's name starts with fires- (the rule must fire) or quiet- (it must not)")
     if rule_id not in rules:
         raise RuleSpecError(path, f"no rule '{rule_id}': a scenario folder is named by its rule's id")
+    if scenario_folder(rules[rule_id]).resolve() != path.parent.resolve():
+        raise RuleSpecError(path, f"a scenario of '{rule_id}' belongs beside the rule, in {scenario_folder(rules[rule_id])}")
     data, node = read_yaml(path)
     if not isinstance(data, dict) or node is None:
         raise RuleSpecError(path, "a scenario must be a YAML mapping", 1)
@@ -125,34 +145,72 @@ def load_case(path: Path, rules: dict[str, Rule]) -> Case:
     return Case(path, rule_id, scenario, overrides)
 
 
-def scenario_files(fixtures: Path, rule_ids: Iterable[str] | None = None) -> list[Path]:
-    """Every scenario under `fixtures` (those of `rule_ids` only, when given), sorted."""
-    if not fixtures.is_dir():
-        raise RuleSpecError(fixtures, "is not a folder of rule scenarios" if fixtures.exists()
-                            else "scenario folder does not exist")
-    wanted = set(rule_ids) if rule_ids is not None else None
-    return sorted(p for p in fixtures.glob("*/*.yaml") if wanted is None or p.parent.name in wanted)
+def scenario_files(root: Path) -> list[Path]:
+    """Every scenario in a folder of rules (`_fixtures/<rule-id>/*.yaml` beside the rules), sorted."""
+    if not root.is_dir():
+        raise RuleSpecError(root, "is not a folder of rules" if root.exists() else "rules folder does not exist")
+    return sorted(root.rglob(f"{FIXTURES}/*/*.yaml"))
 
 
-def load_cases(fixtures: Path, rules: dict[str, Rule], tested: Iterable[str]) -> list[Case]:
-    """Every scenario of the `tested` rules, checked; each tested rule needs one of each kind."""
+def load_cases(root: Path, rules: dict[str, Rule], tested: Iterable[str]) -> list[Case]:
+    """Every scenario of the `tested` rules in the rules folder `root`, checked; each tested rule
+    needs one of each kind."""
     tested = list(tested)
-    cases = [load_case(p, rules) for p in scenario_files(fixtures)]
+    cases = [load_case(p, rules) for p in scenario_files(root)]
     cases = [c for c in cases if c.rule_id in tested]
     for rule_id in tested:
         kinds = {c.path.stem.partition("-")[0] for c in cases if c.rule_id == rule_id}
         for kind in EXPECTED:
             if kind not in kinds:
-                raise RuleSpecError(fixtures / rule_id, f"rule '{rule_id}' has no {kind}-*.yaml scenario "
-                                                        "(every rule needs one that fires and one that stays quiet)")
+                raise RuleSpecError(scenario_folder(rules[rule_id]),
+                                    f"rule '{rule_id}' has no {kind}-*.yaml scenario "
+                                    "(every rule needs one that fires and one that stays quiet)")
     return cases
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """A scenario's run: the rule's result and the columns its SQL returns (None: it did not bind)."""
+    """A scenario's run: the rule's result, the columns its SQL returns (None: it did not bind)
+    and the result as its snapshot renders it."""
     result: RuleResult
     columns: list[str] | None
+    rendered: str
+
+
+def render(case: Case, result: RuleResult) -> str:
+    """The snapshot of a scenario's result: its status and reason, and each finding as the report
+    renders it. Floats keep 6 significant digits: the last ones may differ between DuckDB builds."""
+    doc: dict[str, Any] = {"status": result.status}
+    if result.reason:
+        doc["reason"] = result.reason
+    doc["findings"] = [{"title": result.title, "severity": f.severity, "message": f.message, "fix": f.fix,
+                        "evidence": {k: _rounded(v) for k, v in f.evidence.items()}} for f in result.findings]
+    return (f"# {case.name}: what the rule says about {case.path.name}\n"
+            "# (nsys-diagnose test-rules RULES_DIR --update-snapshots rewrites this file)\n"
+            + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
+def snapshot_problem(case: Case, rendered: str) -> str | None:
+    """How the run differs from the scenario's snapshot, or None."""
+    try:
+        kept = case.snapshot.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return f"no snapshot {case.snapshot.name} (write it with --update-snapshots)"
+    if kept == rendered:
+        return None
+    diff = [ln for ln in difflib.unified_diff(kept.splitlines(), rendered.splitlines(), lineterm="", n=0)
+            if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    return f"differs from {case.snapshot.name} (--update-snapshots rewrites it): " + " | ".join(diff[:4])
 
 
 def result_columns(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any]) -> list[str] | None:
@@ -178,7 +236,8 @@ def run_case(case: Case, rules: dict[str, Rule], workdir: Path) -> Outcome:
 
     def run(trace: Trace) -> Outcome:
         report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, [case.rule_id]))
-        return Outcome(report.rules[0], result_columns(trace.con, rules[case.rule_id], case.overrides))
+        result = report.rules[0]
+        return Outcome(result, result_columns(trace.con, rules[case.rule_id], case.overrides), render(case, result))
     return with_trace(export, run, use_cache=False, tables=tables_read([rules[case.rule_id]]))
 
 
@@ -205,11 +264,17 @@ def failures(case: Case, outcome: Outcome, rule: Rule) -> list[str]:
     for finding in result.findings:  # a message renders every field
         if "{" in finding.message or not finding.message.strip():
             out.append(f"message not fully rendered: {finding.message!r}")
+    if (problem := snapshot_problem(case, outcome.rendered)) is not None:
+        out.append(problem)
     return out
 
 
-def run_all(cases: list[Case], rules: dict[str, Rule]) -> Iterator[tuple[Case, list[str]]]:
-    """(case, failures) for each case, in order."""
+def run_all(cases: list[Case], rules: dict[str, Rule], update: bool = False) -> Iterator[tuple[Case, list[str]]]:
+    """(case, failures) for each case, in order. `update`: (re)write each scenario's snapshot
+    from its run first, so that only its other expectations can fail."""
     with tempfile.TemporaryDirectory(prefix="nsys-diagnose-scenarios-") as tmp:
         for case in cases:
-            yield case, failures(case, run_case(case, rules, Path(tmp)), rules[case.rule_id])
+            outcome = run_case(case, rules, Path(tmp))
+            if update and snapshot_problem(case, outcome.rendered) is not None:
+                write_atomic(case.snapshot, outcome.rendered)
+            yield case, failures(case, outcome, rules[case.rule_id])

@@ -82,6 +82,13 @@ def _memoize_builtin_rule_files() -> None:
 _memoize_builtin_rule_files()
 
 
+def scenario_file(name: str) -> Path:
+    """A built-in rule's scenario by 'rule-id/scenario': rules/<category>/_fixtures/<rule-id>/<scenario>.yaml."""
+    found = list(ROOT.glob(f"rules/*/_fixtures/{name}.yaml"))
+    assert len(found) == 1, f"no scenario {name} beside the built-in rules"
+    return found[0]
+
+
 def h200_names() -> list[str]:
     return sorted(p.stem for p in H200.glob("*.sqlite")) if H200.is_dir() else []
 

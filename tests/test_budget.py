@@ -8,7 +8,7 @@ import yaml
 from nsys_diagnose.ingest.database import open_trace
 from nsys_diagnose.synthetic import expand, write_export
 
-from .conftest import FIXTURES, H200, PUBLIC, needs_shared
+from .conftest import FIXTURES, H200, PUBLIC, needs_shared, scenario_file
 
 EXPORTS = sorted([*H200.glob("*.sqlite"), *PUBLIC.glob("*.sqlite"), *(FIXTURES / "exports").glob("*.sqlite")])
 
@@ -102,7 +102,7 @@ FLOODS = {  # scenario -> the budget's largest idle cause: the call issued one b
 def test_short_gaps_go_to_the_call_that_ends_them(name, tmp_path):
     """A gap under launch_gap_ns is the cost of issuing the operation that ends it: launch overhead
     before a kernel, copies before a copy or memset; time blocked in a sync or a poll is the sync's."""
-    given = yaml.safe_load((FIXTURES / "rules" / f"{name}.yaml").read_text())["given"]
+    given = yaml.safe_load(scenario_file(name).read_text())["given"]
     t = open_trace(write_export(expand(given), tmp_path / "x.sqlite"))
     try:
         top = t.con.execute("SELECT cause FROM budget WHERE kind = 'idle' ORDER BY ns DESC LIMIT 1").fetchone()

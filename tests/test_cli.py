@@ -70,7 +70,7 @@ def test_json_contract(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["/no/such/file.sqlite"], "no such file"),
-    ([FIXTURES / "rules"], "is a directory with no exports"),  # one with exports is a batch
+    ([ROOT / "rules"], "is a directory with no exports"),  # one with exports is a batch
     ([ROOT / "pyproject.toml"], "not a SQLite database"),
     ([EXPORT, "--set", "nope"], "expected ID.PARAM=VALUE"),
     ([EXPORT, "--set", "hot-kernels.nope=1"], "has no parameter"),

@@ -26,7 +26,7 @@ from nsys_diagnose.analyze import analyze
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.ingest.database import open_trace
 
-from .conftest import FIXTURES, H200, PUBLIC, h200_names, needs_shared
+from .conftest import FIXTURES, H200, PUBLIC, h200_names, needs_shared, scenario_file
 from .synth import expand, union, write_export
 
 RULES = load_rules()
@@ -260,7 +260,7 @@ def test_relabeled_rank_skew(relabeled):
 # ---------------------------------------------------------------- synthetic traces
 
 def test_straggler_named_on_fixture(tmp_path):
-    spec = yaml.safe_load((FIXTURES / "rules" / "comm-rank-skew" / "fires-slow-input-on-rank-1.yaml").read_text())
+    spec = yaml.safe_load(scenario_file("comm-rank-skew/fires-slow-input-on-rank-1").read_text())
     export = write_export(expand(spec["given"]), tmp_path / "straggler.sqlite")
     report = analyze(export, rules=RULES, select=COMM_RULES, use_cache=False)
     skew = [f for f in report.findings if f.rule_id == "comm-rank-skew"]

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import duckdb
 import pytest
+from nsys_diagnose import rule_tests
 from nsys_diagnose.engine.catalog import builtin_rules_dir, load_rules
 from nsys_diagnose.engine.rule_checks import sql_problem
-
-from .conftest import FIXTURES
 
 RULES = load_rules()
 
 
 def test_rule_ids_unique_and_match_folders():
-    for path in builtin_rules_dir().rglob("*.yaml"):
+    for path in builtin_rules_dir().glob("*/*.yaml"):  # (a rule's scenarios are in its folder's _fixtures/)
         rule = RULES[path.stem]
         assert rule.category == path.parent.name, f"{path}: category must equal its folder"
 
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))
 def test_rule_has_fixtures_that_fire_and_stay_quiet(rule_id):
-    folder = FIXTURES / "rules" / rule_id
+    folder = rule_tests.scenario_folder(RULES[rule_id])
     assert list(folder.glob("fires-*.yaml")), f"{rule_id}: no fires-* fixture in {folder}"
     assert list(folder.glob("quiet-*.yaml")), f"{rule_id}: no quiet-* fixture in {folder}"
 

@@ -1,5 +1,7 @@
-"""Every scenario in fixtures/rules/<rule-id>/*.yaml, through the whole pipeline, by the same
-harness as `nsys-diagnose test-rules` (nsys_diagnose.rule_tests): checked first, then run."""
+"""Every scenario beside the built-in rules (rules/<category>/_fixtures/<rule-id>/*.yaml), through
+the whole pipeline, by the same harness as `nsys-diagnose test-rules` (nsys_diagnose.rule_tests):
+checked first, then run, then compared with its snapshot (`nsys-diagnose test-rules rules
+--update-snapshots` rewrites them)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ import pytest
 from nsys_diagnose import rule_tests
 from nsys_diagnose.engine.catalog import load_rules
 
-from .conftest import FIXTURES
+from .conftest import ROOT
 
 RULES = load_rules()
-CASES = rule_tests.load_cases(FIXTURES / "rules", RULES, RULES)  # a bad scenario fails collection
+CASES = rule_tests.load_cases(ROOT / "rules", RULES, RULES)  # a bad scenario fails collection
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.rule_id}-{c.path.stem}")

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from nsys_diagnose.cli import main
 
@@ -52,12 +53,12 @@ def scenario(kernels: int, status: str, extra: str = "", params: str = "") -> st
 
 
 def team_folder(tmp_path: Path, scenarios: dict[str, str] | None = None) -> Path:
-    """A team's rules folder with one rule and its scenarios under _fixtures/."""
+    """A team's rules folder with one rule and its scenarios beside it, in _fixtures/<id>/."""
     folder = tmp_path / "team"
     (folder / "team").mkdir(parents=True)
     (folder / "team" / "many-kernels.yaml").write_text(RULE_YAML)
     (folder / "team" / "many-kernels.sql").write_text(RULE_SQL)
-    cases = folder / "_fixtures" / "many-kernels"
+    cases = folder / "team" / "_fixtures" / "many-kernels"
     cases.mkdir(parents=True)
     default = {"fires-three": scenario(3, "fired", "  findings: 1\n  evidence:\n    - {kernel_count: 3, device_id: 0}\n"),
                "quiet-one": scenario(1, "passed")}
@@ -85,29 +86,51 @@ def error_line(*args: object) -> str:
 
 # --- test-rules ---------------------------------------------------------------------------------
 
-def test_a_team_folder_passes(tmp_path):
-    code, out, err = invoke("test-rules", team_folder(tmp_path))
+def test_a_team_folder_passes_once_its_snapshots_are_written(tmp_path):
+    folder = team_folder(tmp_path)
+    code, out, _ = invoke("test-rules", folder)
+    assert code == 1 and out.splitlines()[0] == (
+        "FAIL many-kernels/fires-three: no snapshot fires-three.snap (write it with --update-snapshots)")
+    assert invoke("test-rules", folder, "--update-snapshots")[0] == 0
+    code, out, err = invoke("test-rules", folder)
     assert (code, err) == (0, "")
     assert out.splitlines() == ["ok   many-kernels/fires-three", "ok   many-kernels/quiet-one",
                                 "2 scenarios of 1 rule: 2 passed, 0 failed"]
+
+
+def test_a_snapshot_holds_the_rendered_findings_and_a_changed_message_fails(tmp_path):
+    folder = team_folder(tmp_path)
+    invoke("test-rules", folder, "--update-snapshots")
+    cases = folder / "team" / "_fixtures" / "many-kernels"
+    assert (cases / "quiet-one.snap").read_text().splitlines()[2:] == ["status: passed", "findings: []"]
+    snap = yaml.safe_load((cases / "fires-three.snap").read_text())
+    assert snap == {"status": "fired", "findings": [{
+        "title": "Many kernels", "severity": "warning", "message": "3 kernels on GPU 0", "fix": "launch fewer",
+        "evidence": {"kernel_count": 3, "device_id": 0}}]}
+    rule = folder / "team" / "many-kernels.yaml"
+    rule.write_text(rule.read_text().replace("kernels on GPU", "kernels launched on GPU"))
+    code, out, _ = invoke("test-rules", folder)
+    assert code == 1 and out.splitlines()[0] == (
+        "FAIL many-kernels/fires-three: differs from fires-three.snap (--update-snapshots rewrites it): "
+        "-  message: 3 kernels on GPU 0 | +  message: 3 kernels launched on GPU 0")
 
 
 def test_two_rules_may_have_scenarios_of_the_same_name(tmp_path):
     folder = team_folder(tmp_path)
     (folder / "team" / "few-kernels.yaml").write_text(RULE_YAML.replace("id: many-kernels", "id: few-kernels"))
     (folder / "team" / "few-kernels.sql").write_text(RULE_SQL)
-    (folder / "_fixtures" / "few-kernels").mkdir()
+    (folder / "team" / "_fixtures" / "few-kernels").mkdir()
     for name in ("fires-three", "quiet-one"):  # as many-kernels' scenarios are named
-        (folder / "_fixtures" / "few-kernels" / f"{name}.yaml").write_text(
-            (folder / "_fixtures" / "many-kernels" / f"{name}.yaml").read_text())
-    code, out, err = invoke("test-rules", folder)
+        (folder / "team" / "_fixtures" / "few-kernels" / f"{name}.yaml").write_text(
+            (folder / "team" / "_fixtures" / "many-kernels" / f"{name}.yaml").read_text())
+    code, out, err = invoke("test-rules", folder, "--update-snapshots")
     assert (code, err) == (0, "")
     assert out.splitlines()[-1] == "4 scenarios of 2 rules: 4 passed, 0 failed"
 
 
 def test_a_failing_scenario_exits_1(tmp_path):
     folder = team_folder(tmp_path, {"quiet-one": scenario(4, "passed")})
-    code, out, _ = invoke("test-rules", folder)
+    code, out, _ = invoke("test-rules", folder, "--update-snapshots")
     assert code == 1
     assert out.splitlines()[1] == "FAIL many-kernels/quiet-one: status fired, expected passed"
     assert out.splitlines()[-1] == "2 scenarios of 1 rule: 1 passed, 1 failed"
@@ -117,7 +140,7 @@ def test_sql_columns_must_be_the_declared_ones(tmp_path):
     folder = team_folder(tmp_path)
     (folder / "team" / "many-kernels.sql").write_text(
         "SELECT min(device_id) AS device_id, count(*) AS kernel_count FROM kernels\n")
-    code, out, _ = invoke("test-rules", folder)
+    code, out, _ = invoke("test-rules", folder, "--update-snapshots")
     assert code == 1
     assert out.splitlines()[1] == (
         "FAIL many-kernels/quiet-one: the SQL returns the columns ['device_id', 'kernel_count'], its YAML's "
@@ -127,13 +150,13 @@ def test_sql_columns_must_be_the_declared_ones(tmp_path):
 def test_misspelled_key_is_rejected(tmp_path):
     """`evidance:` would expect nothing and pass; the harness refuses it."""
     folder = team_folder(tmp_path, {"fires-three": scenario(3, "fired", "  evidance:\n    - {kernel_count: 3}\n")})
-    path = folder / "_fixtures" / "many-kernels" / "fires-three.yaml"
+    path = folder / "team" / "_fixtures" / "many-kernels" / "fires-three.yaml"
     assert error_line("test-rules", folder) == f"nsys-diagnose: {path}:9: expect.evidance: unknown key"
 
 
 def test_misspelled_parameter_is_rejected(tmp_path):
     folder = team_folder(tmp_path, {"quiet-one": scenario(3, "passed", params="params: {min_kernel: 5}\n")})
-    path = folder / "_fixtures" / "many-kernels" / "quiet-one.yaml"
+    path = folder / "team" / "_fixtures" / "many-kernels" / "quiet-one.yaml"
     assert error_line("test-rules", folder) == (
         f"nsys-diagnose: {path}:2: params 'many-kernels.min_kernel': rule 'many-kernels' has no parameter "
         "'min_kernel' (has: min_kernels)")
@@ -141,21 +164,21 @@ def test_misspelled_parameter_is_rejected(tmp_path):
 
 def test_parameter_out_of_range_is_rejected(tmp_path):
     folder = team_folder(tmp_path, {"quiet-one": scenario(3, "passed", params="params: {min_kernels: -1}\n")})
-    path = folder / "_fixtures" / "many-kernels" / "quiet-one.yaml"
+    path = folder / "team" / "_fixtures" / "many-kernels" / "quiet-one.yaml"
     assert error_line("test-rules", folder) == (
         f"nsys-diagnose: {path}:2: params 'many-kernels.min_kernels': -1 is below the smallest allowed value 0 count")
 
 
 def test_quiet_scenario_expecting_fired_is_rejected(tmp_path):
     folder = team_folder(tmp_path, {"quiet-one": scenario(3, "fired")})
-    path = folder / "_fixtures" / "many-kernels" / "quiet-one.yaml"
+    path = folder / "team" / "_fixtures" / "many-kernels" / "quiet-one.yaml"
     assert error_line("test-rules", folder) == (
         f"nsys-diagnose: {path}:8: expect.status: a quiet-* scenario expects passed or skipped, not fired")
 
 
 def test_fires_scenario_expecting_passed_is_rejected(tmp_path):
     folder = team_folder(tmp_path, {"fires-three": scenario(3, "passed")})
-    path = folder / "_fixtures" / "many-kernels" / "fires-three.yaml"
+    path = folder / "team" / "_fixtures" / "many-kernels" / "fires-three.yaml"
     assert error_line("test-rules", folder) == (
         f"nsys-diagnose: {path}:8: expect.status: a fires-* scenario expects fired, not passed")
 
@@ -171,18 +194,18 @@ def test_fires_scenario_expecting_passed_is_rejected(tmp_path):
 ])
 def test_other_bad_scenarios_are_rejected(tmp_path, name, text, problem):
     folder = team_folder(tmp_path, {name: text})
-    path = folder / "_fixtures" / "many-kernels" / f"{name}.yaml"
+    path = folder / "team" / "_fixtures" / "many-kernels" / f"{name}.yaml"
     assert error_line("test-rules", folder) == f"nsys-diagnose: {path}{problem}"
 
 
 def test_every_rule_needs_both_kinds_and_folders_name_rules(tmp_path):
     folder = team_folder(tmp_path)
-    (folder / "_fixtures" / "many-kernels" / "quiet-one.yaml").unlink()
+    (folder / "team" / "_fixtures" / "many-kernels" / "quiet-one.yaml").unlink()
     assert error_line("test-rules", folder) == (
-        f"nsys-diagnose: {folder / '_fixtures' / 'many-kernels'}: rule 'many-kernels' has no quiet-*.yaml scenario "
+        f"nsys-diagnose: {folder / 'team' / '_fixtures' / 'many-kernels'}: rule 'many-kernels' has no quiet-*.yaml scenario "
         "(every rule needs one that fires and one that stays quiet)")
-    (folder / "_fixtures" / "many-kernel").mkdir()
-    stray = folder / "_fixtures" / "many-kernel" / "quiet-x.yaml"
+    (folder / "team" / "_fixtures" / "many-kernel").mkdir()
+    stray = folder / "team" / "_fixtures" / "many-kernel" / "quiet-x.yaml"
     stray.write_text(scenario(1, "passed"))
     assert error_line("test-rules", folder) == (
         f"nsys-diagnose: {stray}: no rule 'many-kernel': a scenario folder is named by its rule's id")
@@ -194,14 +217,23 @@ def test_usage_errors(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert error_line("test-rules", empty) == f"nsys-diagnose: {empty}: holds no rules (<id>.yaml beside <id>.sql)"
-    assert error_line("test-rules", folder, "--fixtures", tmp_path / "none") == (
-        f"nsys-diagnose: {tmp_path / 'none'}: scenario folder does not exist")
 
 
-def test_builtin_rules_and_their_fixtures_in_one_command():
-    code, out, _ = invoke("test-rules", Path(__file__).parent.parent / "rules", "--fixtures", FIXTURES / "rules",
-                          "--select", "shared-gpu")
-    n = len(list((FIXTURES / "rules" / "shared-gpu").glob("*.yaml")))
+def test_a_scenario_away_from_its_rule_is_rejected(tmp_path):
+    """One convention, for built-in and team folders: a rule's scenarios are beside it."""
+    folder = team_folder(tmp_path)
+    away = folder / "_fixtures" / "many-kernels" / "quiet-away.yaml"
+    away.parent.mkdir(parents=True)
+    away.write_text(scenario(1, "passed"))
+    assert error_line("test-rules", folder) == (
+        f"nsys-diagnose: {away}: a scenario of 'many-kernels' belongs beside the rule, in "
+        f"{folder / 'team' / '_fixtures' / 'many-kernels'}")
+
+
+def test_builtin_rules_and_their_scenarios_in_one_command():
+    rules = Path(__file__).parent.parent / "rules"
+    code, out, _ = invoke("test-rules", rules, "--select", "shared-gpu")
+    n = len(list(rules.glob("*/_fixtures/shared-gpu/*.yaml")))
     assert n >= 2 and code == 0 and out.splitlines()[-1] == f"{n} scenarios of 1 rule: {n} passed, 0 failed"
 
 

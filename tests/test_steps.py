@@ -7,10 +7,10 @@ import pytest
 import yaml
 from nsys_diagnose.ingest.database import open_trace
 
-from .conftest import FIXTURES, H200, PUBLIC
+from .conftest import FIXTURES, H200, PUBLIC, scenario_file
 from .synth import expand, write_export
 
-SCENARIOS = FIXTURES / "rules" / "unsteady-steps"
+SCENARIOS = scenario_file("unsteady-steps/fires-algorithm-search").parent
 MS = 1_000_000
 
 
