@@ -50,30 +50,9 @@ from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.report import markdown
 rules = load_rules()
 imports = time.perf_counter() - t0
-import re
-owner = {s: name for name, text in D._sql_files() for s in D._statements(text)}
+from bench.ingest_statements import time_statements
 per_file, per_rule, stage, per_stmt = {}, {}, {}, {}
-_verb = re.compile(r"(?:\s*--[^\n]*\n)*\s*((?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(?:TABLE|VIEW|MACRO|TYPE)|INSERT\s+INTO|DROP\s+TABLE)\s+\w+)", re.I)
-def label(sql):  # a statement by its file and what it makes: "idle_gaps: CREATE TABLE raw_gaps"
-    m = _verb.match(sql)
-    return f"{owner[sql].removesuffix('.sql')}: " + (" ".join(m[1].split()) if m else sql.strip().splitlines()[-1][:40])
-
-class Timed:  # a connection whose execute() charges ingest statements to their SQL file
-    def __init__(self, con): self._con = con
-    def __getattr__(self, name): return getattr(self._con, name)
-    def execute(self, sql, *args):
-        s = time.perf_counter()
-        try:
-            return self._con.execute(sql, *args)
-        finally:
-            if sql in owner:
-                took = time.perf_counter() - s
-                per_file[owner[sql]] = per_file.get(owner[sql], 0) + took
-                n, t = per_stmt.get(label(sql), (0, 0.0))
-                per_stmt[label(sql)] = (n + 1, t + took)
-
-connect = duckdb.connect
-D.duckdb.connect = lambda *a, **k: Timed(connect(*a, **k)) if not k.get("read_only") else connect(*a, **k)
+time_statements(per_file, per_stmt)
 from nsys_diagnose.engine import runner as R
 run_on, run_rules = R._run_on, R.run_rules
 def timed_rule(cursor, rule, *a, **k):  # a rule's wall time, beside the others running with it
@@ -100,24 +79,10 @@ print(json.dumps({"stage": stage, "per_file": per_file, "per_rule": per_rule, "h
 # copied into a fresh .duckdb file as the ingest's reader projects it. A cold run cannot cost
 # less than this; the target is cold <= 2.5x floor.
 FLOOR = r"""
-import sys, tempfile, duckdb
+import sys
 from pathlib import Path
-from nsys_diagnose.ingest import database as D, schema
-from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
-path = Path(sys.argv[1])
-tables = discover(path)
-con = duckdb.connect(str(Path(sys.argv[2]) / "floor.duckdb"),
-                     config=ingest_config() | D.thread_config() | {"memory_limit": D.memory_limit()})
-con.execute("SET preserve_insertion_order = false")
-con.execute(f"SET temp_directory = '{sys.argv[2]}/floor.spill'")
-reader = make_reader("auto", con, path)
-for table, columns in schema.SOURCES.items():
-    if table in tables:
-        alias = D.ALIASES[table]
-        reader.relation(alias, table, columns, tables[table], schema.ROW_FILTERS.get(table))
-        con.execute(f"CREATE TABLE copy_{alias} AS SELECT * FROM src_{alias}")
-con.execute("CHECKPOINT")
-con.close()
+from bench.ingest_statements import floor_copy
+floor_copy(Path(sys.argv[1]), Path(sys.argv[2]))
 """
 
 
