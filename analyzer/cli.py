@@ -233,7 +233,12 @@ def rule_entry(rule: Rule) -> dict:
 @rules_option
 @config_option
 def explain_cmd(rule_id: str, rule_dirs, no_config: bool) -> None:
-    """Print one rule's documentation: what, why, fix, parameters, output columns."""
+    """Print one rule's documentation: what, why, fix, parameters, output columns.
+    `explain settings` prints the analysis's settings instead: the tunables that are not a rule's
+    parameter (ingest/sql/settings.sql)."""
+    if rule_id == "settings":
+        click.echo(settings_text())
+        return
     rules = load_rules([*project_config(no_config).rule_dirs(), *rule_dirs])
     if rule_id not in rules:
         raise UsageError(f"no rule '{rule_id}' (see `nsys-diagnose rules`)")
@@ -252,6 +257,21 @@ def explain_cmd(rule_id: str, rule_dirs, no_config: bool) -> None:
     if r.docs.references:
         lines += ["", "References:"] + [f"  {u}" for u in r.docs.references]
     click.echo("\n".join(lines))
+
+
+def settings_text() -> str:
+    """The settings as `explain settings` prints them: value, unit, type, range, reader and why."""
+    from nsys_diagnose.ingest import settings
+
+    def num(x: float) -> str:
+        return f"{x:,.0f}" if x == int(x) else f"{x:g}"
+    lines = ["Settings: the analysis's tunables that are not a rule's parameter, declared in",
+             "analyzer/ingest/sql/settings.sql (edit a row there to change one).", ""]
+    for name, s in settings.declared().items():
+        bounds = f"{num(s['min'])} to {num(s['max'])}" if s["max"] is not None else f"at least {num(s['min'])}"
+        lines += [f"  {name} = {num(settings.value(name))} {s['unit']} ({s['type']}, {bounds}; read by {s['read_by']})",
+                  f"    {s['why']}"]
+    return "\n".join(lines)
 
 
 @cli.command("schema", short_help="Print the JSON Schema of the report or of the compare result.")

@@ -18,6 +18,7 @@ from nsys_diagnose.compare.verdict import (
 )
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import Report, Rule
+from nsys_diagnose.ingest import settings
 from nsys_diagnose.ingest.cache_files import private_tempdir
 from nsys_diagnose.ingest.database import with_trace
 from nsys_diagnose.units import duration
@@ -180,9 +181,6 @@ def _unseen(pairs: list[StepComparison], ra: Report, rb: Report) -> None:
             p.reason = f"no change is seen, but {' and '.join(blind)}, so none can be ruled out"
 
 
-HOST_AHEAD = 0.25  # host step starts this much shorter than the GPU's period: the host runs ahead
-
-
 def _timeline_notes(timed: list[list[steps.StepSeries]]) -> list[str]:
     """Say which timeline timed the steps where the choice matters."""
     out = []
@@ -192,7 +190,7 @@ def _timeline_notes(timed: list[list[steps.StepSeries]]) -> list[str]:
             if x.timeline == "host":
                 out.append(f"{side} (pid {x.pid}): a step launched no GPU work, so its steps are timed between "
                            "the host's step starts")
-            elif gpu and host < (1 - HOST_AHEAD) * gpu:
+            elif gpu and host < (1 - settings.value("host_ahead")) * gpu:  # the host runs ahead
                 out.append(f"{side} (pid {x.pid}): the host starts a step every {duration(host / x.timed)} on "
                            f"average, the GPU every {duration(gpu / x.timed)}: the host runs ahead of the GPU "
                            "(it queues steps), so the steps are timed between their first GPU operations")
@@ -209,9 +207,6 @@ def _run_info(path: Path, report: Report, series: list[steps.StepSeries]) -> Run
                           for s in series])
 
 
-DRIVER_MIN_SHARE = 0.05  # a driver moved at least this share of the mean step's change
-
-
 def _drivers(items: list[deltas.ItemDelta], verdict: str, effect: StepComparison | None):
     """The kernels, APIs, copies and graph replays that moved most in the verdict's direction
     (and the largest moves against it), each at least 5 % of the mean step time's change."""
@@ -219,7 +214,7 @@ def _drivers(items: list[deltas.ItemDelta], verdict: str, effect: StepComparison
     movers = [d for d in items if d.kind != "nvtx" and d.status not in ("same", "uncertain", "hidden") and d.delta_ns]
     if verdict not in ("improved", "regressed") or effect is None:
         return movers[:3], []
-    floor = DRIVER_MIN_SHARE * abs(effect.delta_ns)
+    floor = settings.value("driver_min_share") * abs(effect.delta_ns)  # a driver moved at least this
     sign = -1 if verdict == "improved" else 1
     drivers = [d for d in movers if d.delta_ns * sign > 0 and abs(d.delta_ns) >= floor][:3]
     offsets = [d for d in movers if d.delta_ns * sign < 0 and abs(d.delta_ns) >= floor][:2]

@@ -17,9 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from nsys_diagnose.engine.model import SEVERITY_RANK, BudgetRow, Finding, FindingSpec, Related, SteadyState
+from nsys_diagnose.ingest import settings
 from nsys_diagnose.units import duration, pct
-
-MIN_SHARE_PCT = 2.0  # a slice under this share of the steady state does not limit the step
 
 
 def _causes(f: Finding) -> set[str]:
@@ -86,7 +85,7 @@ def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[St
     if f.severity == "info":
         return
     share = 100 * (f.recoverable_ns if f.recoverable_ns is not None else ns) / s.window_ns
-    if share < MIN_SHARE_PCT:
+    if share < settings.value("critical_path_min_pct"):  # a slice this small does not limit the step
         f.severity = "info"
         f.note = (f"At most {duration(f.recoverable_ns)} of it ({pct(share)} of the steady state) is on the "
                   "step's critical path.")

@@ -4,9 +4,9 @@
 -- start-up is reported on its own.
 WITH win AS (SELECT span_ns FROM trace_window),
 busy AS (SELECT device_id, pid, sum(duration_ns) AS busy_ns FROM gpu_busy GROUP BY ALL),
--- idle_gaps (22_idle_gaps.sql) holds every gap of at least phase_settings.min_gap_ns already;
+-- idle_gaps (22_idle_gaps.sql) holds every gap of at least the dispatch_gap_ns setting already;
 -- only a lower threshold needs the gaps recomputed from the busy intervals
-ingest_min AS (SELECT value FROM phase_settings WHERE name = 'min_gap_ns'),
+ingest_min AS (SELECT value FROM phase_settings WHERE name = 'dispatch_gap_ns'),
 gaps AS (
   SELECT device_id, pid, start_ns, end_ns FROM idle_gaps WHERE $min_gap_ns >= (SELECT value FROM ingest_min)
   UNION ALL

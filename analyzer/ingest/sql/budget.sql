@@ -1,4 +1,4 @@
--- include: normalize, phases, idle_gaps, step_times, causes
+-- include: normalize, phases, idle_gaps, step_times, causes, settings
 
 -- The step-time budget (`budget`, `steady_summary`) and what it is built from: kernel classes,
 -- an event sweep over the steady state's GPU operations, idle time by host cause.
@@ -129,17 +129,14 @@ FROM by_pattern p LEFT JOIN by_format f USING (name);
 -- (budget_causes' gpu rows: add a class there)
 CREATE TABLE budget_classes AS SELECT rank, cause AS class FROM budget_causes WHERE kind = 'gpu';
 
--- One row per knob of the budget. bound: gpu-bound at or above gpu_bound_pct busy, host-bound
--- at or below host_bound_pct, else mixed. moot_busy_pct (fix_facts): launch and sync fixes are
--- moot at or above this GPU busy share. launch_gap_ns: an idle gap this short, between
--- operations the host issues one by one, is the per-operation cost of issuing work
--- (framework dispatch plus the launch call), whatever the thread was doing in it.
+-- The budget's settings, by name: their rows of settings.sql, which declares each with its type,
+-- unit, range and reason (`nsys-diagnose explain settings`). bound: gpu-bound at or above
+-- gpu_bound_pct busy, host-bound at or below host_bound_pct, else mixed; moot_busy_pct
+-- (fix_facts); launch_gap_ns (the idle causes).
 -- sources: always
--- @column name: setting name
+-- @column name: setting name (settings.name)
 -- @column value: setting value (% or ns, as its name says)
-CREATE TABLE budget_settings(name VARCHAR, value DOUBLE);
-INSERT INTO budget_settings VALUES ('gpu_bound_pct', 80), ('host_bound_pct', 50), ('launch_gap_ns', 100000),
-  ('moot_busy_pct', 95);
+CREATE TABLE budget_settings AS SELECT name, value FROM settings WHERE read_by = 'budget_settings';
 
 -- Each (device, process) with GPU work in its process's steady state.
 CREATE TEMP TABLE budget_windows AS
@@ -251,7 +248,7 @@ gaps AS (
   WHERE i.end_ns > i.start_ns),
 -- (the settings as scalar subqueries: a join with their row was planned as a nested loop)
 with_settings AS (
-  SELECT g.*, (SELECT value FROM phase_settings WHERE name = 'min_gap_ns') AS min_gap_ns,
+  SELECT g.*, (SELECT value FROM phase_settings WHERE name = 'dispatch_gap_ns') AS min_gap_ns,
          (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns
   FROM gaps g),
 waits AS (

@@ -58,7 +58,7 @@ FROM gpu_openers o
 CROSS JOIN LATERAL (SELECT CASE WHEN o.device_id IS NOT NULL AND o.pid IS NOT NULL THEN o.launch_tid END AS tid,
                            CASE WHEN o.device_id IS NOT NULL AND o.pid IS NOT NULL THEN o.global_pid END AS global_pid) n
 LEFT JOIN main_threads m ON m.pid = o.pid
-WHERE o.prev_end IS NOT NULL AND o.start_ns - o.prev_end >= (SELECT value FROM phase_settings WHERE name = 'min_gap_ns');
+WHERE o.prev_end IS NOT NULL AND o.start_ns - o.prev_end >= (SELECT value FROM phase_settings WHERE name = 'dispatch_gap_ns');
 
 -- Host states, coded in the order of their names (so that sorting by code sorts by name).
 CREATE TEMP TABLE host_state_names(code UTINYINT, state VARCHAR);
@@ -167,7 +167,7 @@ FROM per_state p
 LEFT JOIN host_states h ON h.k = p.top_k
 LEFT JOIN host_state_names sn ON sn.code = h.code;
 
--- One row per GPU idle gap of a (device, process) of at least min_gap_ns (phase_settings):
+-- One row per GPU idle gap of a (device, process) of at least dispatch_gap_ns (settings.sql):
 -- between two gpu_busy intervals, with what the host thread that ended it (the one launching
 -- the next GPU operation) was doing meanwhile. Per-thread host states (CUDA API and OS calls,
 -- the outermost winning where they nest) are found with ASOF joins at the gap's edges and

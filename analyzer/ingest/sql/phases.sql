@@ -1,9 +1,9 @@
--- include: normalize
+-- include: normalize, settings
 
 -- Phases of a run: the NVTX stack, training steps, and the steady-state window per process.
--- Runs at ingest after 10_normalize.sql. Ingest SQL takes no CLI parameters, so the knobs are
--- data in small tables below (step_patterns, phase_settings): to change them, edit the INSERTs
--- here (the cache key hashes this file, so every export is re-ingested with the new values).
+-- Ingest SQL takes no CLI parameters, so the knobs are data: the step-name patterns below
+-- (step_patterns), the thresholds in settings.sql (phase_settings). To change one, edit its row
+-- (the cache key hashes these files, so every export is re-ingested with the new values).
 
 -- One row per NVTX range name pattern that marks one training/iteration step (ILIKE,
 -- case-insensitive). Lower priority wins when a process has several kinds. Suffix patterns such
@@ -21,25 +21,12 @@ INSERT INTO step_patterns VALUES
   (4, 'iter'), (4, 'iter %'), (4, 'iter_%'), (4, 'iter#%'), (4, 'iter:%'),
   (5, 'batch'), (5, 'batch %'), (5, 'batch_%'), (5, 'batch#%'), (5, 'batch:%');
 
--- One row per knob of the phase and gap detection (ingest SQL takes no parameters; edit the
--- INSERT to change one: the cache key hashes this file).
--- min_steps: fewest repetitions that make a loop (fewer is set-up code, not a loop).
--- min_period_ns: shortest step a marker kernel or sync may define (faster repeats are
--- kernels inside one step, not steps). max_period_cv: how regular a marker's period must be
--- (standard deviation over mean of the intervals between its occurrences).
--- min_gap_ns (22_idle_gaps.sql): idle gaps shorter than this are the GPU's own dispatch latency
--- between queued operations even in a healthy loop (about 1-3 us), so they get no cause.
--- churn_slow_factor (step_times.sql): a step unlike the usual one is churn at this many times
--- its period (noise and small variations stay under it). search_min_calls, search_factor: a
--- step holds an algorithm search when it makes at least this many event/synchronize calls and
--- this many times the usual step's (cuDNN's search and Triton's do_bench make several per
--- candidate; a loop that times itself with a few events per step stays under it).
+-- The settings of the phase and gap detection, by name: their rows of settings.sql, which
+-- declares each with its type, unit, range and reason (`nsys-diagnose explain settings`).
 -- sources: always
--- @column name: setting name
+-- @column name: setting name (settings.name)
 -- @column value: setting value (count, ns or ratio, as its name says)
-CREATE TABLE phase_settings(name VARCHAR, value DOUBLE);
-INSERT INTO phase_settings VALUES ('min_steps', 3), ('min_period_ns', 1000000), ('max_period_cv', 0.5),
-  ('min_gap_ns', 5000), ('churn_slow_factor', 1.5), ('search_min_calls', 16), ('search_factor', 4);
+CREATE TABLE phase_settings AS SELECT name, value FROM settings WHERE read_by = 'phase_settings';
 
 -- The per-thread NVTX stack, by one sort of push/pop events (linear, no interval join).
 -- depth: 0 for a top-level push/pop range; parent_id: the enclosing range on the same thread.
