@@ -82,13 +82,8 @@ def test_corpus_report_opens_with_the_verified_cause(entry):
 # Advice each corpus entry's trace rules out (its `forbidden` regexes, matched without case against
 # every finding's fix); strict xfail where today's rules still give it, with the reason.
 OPEN_FORBIDDEN: dict[str, str] = {
-    "cudnn_benchmark_multiscale.sqlite": "idle-gap-causes / allocation-churn name pin_memory on a loop whose only copies are pinned",
-    "threadpool_tokenize_serving.sqlite": "issue 37: CUDA Graph advice (cuda-api-overhead, fusion-candidates) and "
-                                          "DataLoader pin_memory on a GPU idle 96 % behind Python tokenizers",
-    "autograd_thread_launch.sqlite": "issue 37: fp32-gemm suggests autocast/TF32 on a launch-bound loop whose 32x32 "
-                                     "GEMMs are not limited by their format",
-    "pageable_tiny_h2d.sqlite": "cuda-api-overhead's fix says 'use fused or foreach optimizers' to a loop already on "
-                                "AdamW(fused=True)",
+    "threadpool_tokenize_serving.sqlite": "cuda-api-overhead advises a CUDA Graph on a GPU idle 96 % behind Python "
+                                          "tokenizers, where launch overhead holds 6.3 % of the steady state",
 }
 
 
@@ -126,9 +121,7 @@ def facts(path: Path) -> dict[str, bool]:
 
 
 # exports on which a fix still advises what is done already (strict xfail, with the reason)
-DONE_OPEN: dict[str, str] = {
-    "cudnn_benchmark_multiscale": "idle-gap-causes / allocation-churn name pin_memory; the loop's only copies are pinned",
-}
+DONE_OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=DONE_OPEN[p.stem]))

@@ -16,7 +16,9 @@ fp32_names AS (
     AND NOT regexp_matches(name, $tensor_core_pattern, 'i')),
 fp32 AS (
   SELECT k.pid, k.device_id, k.name, any_value(k.short_name) AS short_name, count(*) AS instances,
-         sum(k.duration_ns) AS total_ns, median(k.duration_ns) AS median_ns
+         sum(k.duration_ns) AS total_ns, median(k.duration_ns) AS median_ns,
+         -- what a faster format can shorten: each launch's time beyond a kernel's fixed cost
+         sum(greatest(k.duration_ns - $latency_floor_ns, 0)) AS above_floor_ns
   FROM kernels k JOIN fp32_names USING (name) JOIN steady_state s ON s.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns
   GROUP BY ALL),
@@ -24,6 +26,7 @@ ranked AS (
   SELECT f.*, CASE WHEN coalesce(f.short_name, '') IN ('', 'Kernel', 'Kernel2', 'device_kernel')
                    THEN regexp_replace(f.name, '^void ', '') ELSE f.short_name END AS label,
          sum(f.total_ns) OVER (PARTITION BY f.pid, f.device_id) AS fp32_ns,
+         sum(f.above_floor_ns) OVER (PARTITION BY f.pid, f.device_id) AS format_bound_ns,
          count(*) OVER (PARTITION BY f.pid, f.device_id) AS fp32_kernels,
          row_number() OVER (PARTITION BY f.pid, f.device_id ORDER BY f.total_ns DESC, f.name) AS rank
   FROM fp32 f),
@@ -39,7 +42,9 @@ SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tenso
        r.instances, r.total_ns, r.median_ns, r.rank, r.fp32_kernels, r.fp32_ns, b.busy_ns,
        round(100.0 * r.total_ns / nullif(b.busy_ns, 0), 2) AS busy_share_pct,
        round(100.0 * r.fp32_ns / nullif(b.busy_ns, 0), 2) AS fp32_share_pct,
-       round(r.fp32_ns * (1 - 1 / $expected_speedup))::BIGINT AS est_saving_ns,
+       r.format_bound_ns::BIGINT AS format_bound_ns,
+       round(100.0 * r.format_bound_ns / nullif(b.busy_ns, 0), 2) AS format_bound_share_pct,
+       round(r.format_bound_ns * (1 - 1 / $expected_speedup))::BIGINT AS est_saving_ns,
        t.top_range, round(100.0 * t.top_range_ns / nullif(r.fp32_ns, 0), 2) AS top_range_pct,
        CASE WHEN t.top_range IS NOT NULL
             THEN ' (' || printf('%.0f %%', 100.0 * t.top_range_ns / nullif(r.fp32_ns, 0))

@@ -30,7 +30,9 @@ SELECT name,
        CASE WHEN f.op = 'gemv' THEN total_ns
             WHEN f.format = 'fp64' OR f.path = 'CUDA core'
             THEN round(total_ns * (1 - 1 / $expected_speedup))::BIGINT
-            ELSE total_ns END AS at_stake_ns
+            ELSE total_ns END AS at_stake_ns,
+       -- a median launch this short is bound by the kernel's fixed cost, not its math's format
+       median_ns >= $latency_floor_ns AS format_bound
 FROM per_kernel CROSS JOIN total LEFT JOIN kernel_classes kc USING (name) LEFT JOIN home USING (name)
 LEFT JOIN kernel_formats f USING (name)
 ORDER BY total_ns DESC, name

@@ -32,12 +32,13 @@ per_process AS (
   SELECT pid, count(*) AS calls, count(*) FILTER (WHERE category = 'alloc') AS alloc_calls,
          count(*) FILTER (WHERE category = 'free') AS free_calls, sum(duration_ns) AS api_ns,
          max(duration_ns) AS max_call_ns, mode(api) AS top_api,
+         count(*) FILTER (WHERE regexp_matches(api, 'HostAlloc|MallocHost|HostRegister|MemHostAlloc')) AS host_alloc_calls,
          count(DISTINCT unit_start_ns) AS units_with_calls
   FROM placed GROUP BY pid)
 SELECT p.pid, u.unit_kind, u.units, p.units_with_calls,
        round(100.0 * p.units_with_calls / nullif(u.units, 0), 1) AS unit_share_pct,
        p.calls, p.alloc_calls, p.free_calls, round(p.calls / nullif(u.units, 0), 1) AS calls_per_unit,
-       p.top_api, p.api_ns, p.max_call_ns, coalesce(a.alloc_bytes, 0) AS alloc_bytes, ss.window_ns,
+       p.top_api, p.host_alloc_calls, p.api_ns, p.max_call_ns, coalesce(a.alloc_bytes, 0) AS alloc_bytes, ss.window_ns,
        round(100.0 * p.api_ns / nullif(ss.window_ns, 0), 2) AS window_share_pct
 FROM per_process p JOIN ss USING (pid) JOIN unit_counts u USING (pid) LEFT JOIN allocated a USING (pid)
 ORDER BY p.api_ns DESC, p.pid

@@ -54,6 +54,10 @@ done AS (
   SELECT ss.pid,
          round(100.0 * coalesce(sum(m.bytes) FILTER (WHERE m.host_memory = 'pinned'), 0)
                / nullif(sum(m.bytes), 0), 1) AS pinned_h2d_pct,
+         -- the host time the pageable ones block for: under a small share of the step, pinning
+         -- them changes nothing
+         coalesce(sum(m.launch_end_ns - m.launch_start_ns) FILTER (WHERE m.host_memory IS DISTINCT FROM 'pinned'), 0)
+           AS pageable_h2d_ns,
          (SELECT count(*) FROM processes p WHERE p.pid <> ss.pid
             AND p.pid NOT IN (SELECT DISTINCT pid FROM gpu_activity WHERE pid IS NOT NULL)) AS helper_processes
   FROM ss LEFT JOIN memcpys m ON m.pid = ss.pid AND m.kind = 'Host-to-Device'
@@ -65,7 +69,10 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances
        st.steps, round(st.step_ns / st.steps) AS avg_step_ns,
        round(100.0 * r.wall_ns / nullif(st.step_ns, 0), 2) AS step_share_pct,
        row_number() OVER (PARTITION BY r.pid ORDER BY r.idle_ns DESC, r.what) AS rank,
-       d.pinned_h2d_pct, coalesce(d.helper_processes, 0) AS helper_processes
+       d.pinned_h2d_pct, coalesce(d.pageable_h2d_ns, 0)::BIGINT AS pageable_h2d_ns,
+       round(100.0 * coalesce(d.pageable_h2d_ns, 0) / nullif(ss.window_ns, 0), 2) AS pageable_h2d_pct,
+       100.0 * coalesce(d.pageable_h2d_ns, 0) / nullif(ss.window_ns, 0) >= $min_copy_pct AS pinning_matters,
+       coalesce(d.helper_processes, 0) AS helper_processes
 FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
 LEFT JOIN done d USING (pid)
 ORDER BY r.idle_ns DESC, r.pid, r.what

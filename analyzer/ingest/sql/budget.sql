@@ -484,7 +484,7 @@ INSERT INTO fix_kernel_patterns VALUES
 -- against the trace"). Done: cuda-graphs where the steady state replays CUDA graphs or runs
 -- graph-node kernels; pinned-memory where every steady-state copy touching host memory is pinned;
 -- async-copies where, moreover, each returns before its copy ends; mixed-precision where the
--- GPU math is tensor-core math only; fused-optimizer and kernel-fusion where the steady state runs
+-- GPU math is tensor-core math only (no fp32 or fp64 math); fused-optimizer and kernel-fusion where the steady state runs
 -- their kernels (fix_kernel_patterns) for at least half of the elementwise time or any
 -- optimizer kernel. Moot: launch, graph and sync fixes (cuda-graphs, fewer-launches, fewer-syncs)
 -- where the GPU is busy at least moot_busy_pct of the steady state: the host already waits for
@@ -520,7 +520,7 @@ host_copies AS (
   WHERE m.host_memory IS NOT NULL AND m.start_ns >= w.start_ns AND m.start_ns < w.end_ns GROUP BY ALL),
 math AS (
   SELECT device_id, pid, coalesce(sum(ns) FILTER (WHERE cause = 'tensor-core math'), 0) AS tc_ns,
-         coalesce(sum(ns) FILTER (WHERE cause = 'fp32 math'), 0) AS fp32_ns
+         coalesce(sum(ns) FILTER (WHERE cause IN ('fp32 math', 'fp64 math')), 0) AS fp32_ns
   FROM budget WHERE kind = 'gpu' GROUP BY ALL),
 moot AS (SELECT value FROM budget_settings WHERE name = 'moot_busy_pct')
 SELECT device_id, pid, f.fix, f.state, f.reason FROM (
