@@ -13,7 +13,8 @@ from nsys_diagnose.engine.catalog import load_rules
 
 from .conftest import ROOT
 
-RULES = load_rules()
+# the repository's rules (their scenarios live beside them, and an installed wheel leaves them out)
+RULES = load_rules([ROOT / "rules"])
 CASES = rule_tests.load_cases(ROOT / "rules", RULES, RULES)  # a bad scenario fails collection
 
 
