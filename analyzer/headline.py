@@ -8,7 +8,7 @@ The words of the cause, its place and its fix come from the top finding's rule
 (engine/headlines.py renders them from the rule's `headline:`); the verdict from the budget's
 steady state of the finding's (device, process); the cost and the gain from the finding's figures
 over that steady state. This module only orders, joins and, past 30 words, drops the least needed
-part (the pid qualifier, then the place, then the gain). The detail is in the finding.
+part (the pid qualifier, then the gain, then the place: where to act beats how much faster). The detail is in the finding.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from nsys_diagnose.units import duration, pct
 
 MAX_WORDS = 30
 ORDER = ("verdict", "cause", "where", "who", "cost", "fix", "gain")
-DROP_FIRST = ("who", "where", "gain")  # what goes, in this order, when the headline is too long
+DROP_FIRST = ("who", "gain", "where")  # what goes, in this order, when the headline is too long
 BOUND_WORDS = {"gpu-bound": "GPU-bound", "host-bound": "Host-bound", "mixed": "Mixed",
                "kernel-bound": "Kernel-bound", "copy-bound": "Copy-bound"}
 

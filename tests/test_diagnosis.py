@@ -59,8 +59,6 @@ def test_h200_report_opens_with_the_verified_cause(name):
 # Verified causes the diagnosis does not yet put first (issue 14 stays open on them); strict, so a
 # fix shows up as an unexpected pass.
 OPEN: dict[str, str] = {
-    "item_metrics_loop.sqlite": "issue 33: call-flood opens the report but does not name the NVTX range 'metrics' "
-                                "that holds the copies",
 }
 
 

@@ -58,7 +58,7 @@ flood_calls AS (
            AND coalesce(count(*) FILTER (WHERE NOT c.companion) / any_value(st.steps), $min_calls_per_step)
                >= $min_calls_per_step) f
     ON f.pid = c.pid AND f.family = c.family AND f.call_key = c.call_key),
--- The steady-state GPU idle gaps a family holds, as the budget splits them (40_budget.sql), from
+-- The steady-state GPU idle gaps a family holds, as the budget splits them (budget.sql), from
 -- the gap's own per-state times (idle_gaps, no lookup per call): a gap that follows one of the
 -- family's blocking calls (a copy that waited, its sync, a sync, a poll) holds the time the
 -- host spent in copy, memset, sync and poll calls inside it and the idle time after the call
@@ -66,7 +66,7 @@ flood_calls AS (
 -- memsets holds those calls' time and the host time spent issuing it, beyond that.
 gaps AS (
   SELECT g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.copy_ns + g.sync_ns AS call_ns,
-         g.host_ns + g.api_ns AS host_ns, g.blocking_end_ns,
+         g.host_ns + g.api_ns AS host_ns, g.blocking_end_ns, g.nvtx_range,
          CASE WHEN g.blocking_end_ns IS NOT NULL
               THEN least(g.end_ns - greatest(g.blocking_end_ns, g.start_ns), g.blocking_wait_ns) END AS after_ns,
          g.duration_ns < (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS short_gap
@@ -93,6 +93,13 @@ held_parts AS (
          sum(CASE WHEN i.short_gap THEN greatest(i.host_ns - coalesce(i.after_ns, 0), 0) ELSE 0 END)
   FROM issued_by i LEFT JOIN blocked_by b ON b.pid = i.pid AND b.device_id = i.device_id AND b.end_ns = i.end_ns
   GROUP BY ALL),
+-- the NVTX range holding most of a family's gaps (the launching thread's, as the budget places them)
+places AS (
+  SELECT pid, family, call_key, arg_max(nvtx_range, ns) AS top_range FROM (
+    SELECT pid, family, call_key, nvtx_range, sum(duration_ns) AS ns FROM (
+      SELECT pid, family, call_key, nvtx_range, duration_ns FROM blocked_by
+      UNION ALL SELECT pid, family, call_key, nvtx_range, duration_ns FROM issued_by)
+    WHERE nvtx_range IS NOT NULL GROUP BY ALL) GROUP BY ALL),
 per_family AS (
   SELECT pid, family, call_key, any_value(device_id) AS device_id, count(*) FILTER (WHERE NOT companion) AS calls,
          mode(api) FILTER (WHERE NOT companion)::VARCHAR AS api, count(*) FILTER (WHERE companion) AS companion_syncs,
@@ -124,6 +131,12 @@ SELECT r.device_id, r.pid, r.family, r.call_key, r.api,
          WHEN 'memset' THEN 'memsets (' || r.api || ')'
          WHEN 'sync' THEN r.api || ' synchronizations'
          ELSE r.api || ' polls' END AS what,
+       -- the same, short, for the headline
+       CASE r.family
+         WHEN 'copy' THEN r.call_key || ' copies' || CASE WHEN r.companion_syncs > 0 THEN ' and syncs' ELSE '' END
+         WHEN 'memset' THEN 'memsets'
+         WHEN 'sync' THEN r.api || ' syncs'
+         ELSE r.api || ' polls' END AS what_short,
        r.calls, st.steps, CAST(round(r.calls / nullif(st.steps, 0)) AS BIGINT) AS calls_per_step,
        coalesce(' (' || format('{:,}', CAST(round(r.calls / nullif(st.steps, 0)) AS BIGINT)) || ' per step)', '')
          AS per_step_text,
@@ -134,7 +147,7 @@ SELECT r.device_id, r.pid, r.family, r.call_key, r.api,
        r.median_bytes, r.bytes, r.waited_copies,
        coalesce(c.launch_idle_ns, 0) AS launch_idle_ns,
        round(100.0 * coalesce(c.launch_idle_ns, 0) / nullif(ss.window_ns, 0), 2) AS launch_idle_pct,
-       r.family_rank,
+       r.family_rank, p.top_range,
        -- the family that holds the most GPU idle time, and more than launch overhead does
        r.family_rank = 1 AND r.held_ns > coalesce(c.launch_idle_ns, 0) AS sets_pace,
        -- what one call per step would still cost (the same idle time per call, once a step; for
@@ -145,4 +158,5 @@ SELECT r.device_id, r.pid, r.family, r.call_key, r.api,
        (SELECT max(busy_pct) FROM steady_summary s WHERE s.pid = r.pid) AS steady_busy_pct
 FROM ranked r JOIN ss USING (pid) LEFT JOIN st USING (pid)
 LEFT JOIN causes c ON c.device_id = r.device_id AND c.pid = r.pid
+LEFT JOIN places p ON p.pid = r.pid AND p.family = r.family AND p.call_key = r.call_key
 ORDER BY r.held_ns DESC, r.pid, r.family, r.call_key
