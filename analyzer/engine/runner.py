@@ -127,9 +127,10 @@ def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict
     cursors = [con.cursor() for _ in rules]
     try:
         with ThreadPoolExecutor(_workers(con, len(rules))) as pool:
-            futures = {pool.submit(_run_on, c, r, overrides.get(r.id, {}), captured): r
-                       for c, r in zip(cursors, rules)}
-            try:
+            futures: dict[Future[RuleResult], Rule] = {}
+            try:  # from the first submission: a Ctrl-C between two would leave the pool waiting on the running rules
+                for c, r in zip(cursors, rules):
+                    futures[pool.submit(_run_on, c, r, overrides.get(r.id, {}), captured)] = r
                 pending, ended = set(futures), 0
                 while pending:  # polled: a signal the OS hands to another thread wakes no blocking wait here
                     done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
