@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -103,3 +104,9 @@ LEFTOVER_MARKS = (".tmp", ".wal", ".spill", "-journal", "-wal", "-shm")
 def leftovers(folder: Path) -> list[str]:
     """Temporary, journal and WAL files a run left below `folder` (a cache or an input folder)."""
     return sorted(str(p) for p in Path(folder).rglob("*") if any(m in p.name for m in LEFTOVER_MARKS))
+
+
+def default_sigint() -> None:
+    """A child that should answer Ctrl-C gets SIGINT's default back: an ignored signal stays ignored
+    across exec, and a batch test's worker set-up (batch/run.py) may have ignored it in this process."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -21,7 +21,7 @@ from nsys_diagnose.batch.run import DIED
 from nsys_diagnose.batch.work import analyze_job, command_line
 from nsys_diagnose.engine.catalog import load_rules
 
-from .cli_harness import call_cli
+from .cli_harness import call_cli, default_sigint
 from .conftest import FIXTURES, ROOT
 from .synth import write_export
 
@@ -338,7 +338,8 @@ def test_ctrl_c_on_the_cli_stops_the_pool_and_writes_the_summary(tmp_path):
     for i in range(6):
         (inputs / f"r{i:02d}.sqlite").symlink_to(EXPORTS / "compute_fp32.sqlite")
     proc = subprocess.Popen([sys.executable, "-m", "nsys_diagnose", inputs, "-o", tmp_path / "out", "-j", "2",
-                             "--no-cache"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--no-cache"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     first = proc.stderr.readline()
     assert "ok" in first, first + proc.stderr.read()
     proc.send_signal(signal.SIGINT)

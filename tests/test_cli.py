@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from .cli_harness import call_cli
+from .cli_harness import call_cli, default_sigint
 from .conftest import FIXTURES, ROOT
 from .test_security import write_rule
 
@@ -146,7 +146,8 @@ def test_ctrl_c_while_rules_run_stops_them_at_once(tmp_path):
         write_rule(tmp_path / "slow", name, "SELECT count(*) AS x FROM range(1000000) a, range(1000000) b", "x > 0")
     proc = subprocess.Popen([sys.executable, "-m", "nsys_diagnose", str(EXPORT), "--rules", str(tmp_path / "slow"),
                              "--select", "hostile", "--no-cache", "--format", "json", "-o", str(tmp_path / "r.json")],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, start_new_session=True,
+                            preexec_fn=default_sigint)
     time.sleep(4)
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
