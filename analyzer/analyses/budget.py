@@ -26,9 +26,14 @@ def cause_words(kind: str, cause: str) -> str:
     return label if kind == "gpu" else f"idle: {label}"
 
 
+def idle_words(cause: str, place: str | None) -> str:
+    """An idle cause in the report's words, with the NVTX range it sits in."""
+    where = f' in "{place}"' if place else ""
+    return f"{labels().get(('idle', cause), cause)}{where}"
+
+
 def slice_words(kind: str, cause: str, place: str | None) -> str:
-    where = f' in "{place}"' if place and kind != "gpu" else ""
-    return f"{cause_words(kind, cause)}{where}"
+    return cause_words(kind, cause) if kind == "gpu" else f"idle: {idle_words(cause, place)}"
 
 
 def compute(con: duckdb.DuckDBPyConnection) -> tuple[list[BudgetRow], list[SteadyState]]:
@@ -44,13 +49,6 @@ def compute(con: duckdb.DuckDBPyConnection) -> tuple[list[BudgetRow], list[Stead
         mine = [b for b in budget if b.device_id == row["device_id"] and b.pid == row["pid"]]
         steady.append(SteadyState(**row, summary=summary(row, mine)))
     return budget, steady
-
-
-def _cause_words(cause: str, detail: str | None, *, idle: bool) -> str:
-    if not idle:
-        return cause
-    where = f' in "{detail}"' if detail else ""
-    return f"{labels().get(('idle', cause), cause)}{where}"
 
 
 def _kernels(cls: str) -> str:
@@ -73,10 +71,10 @@ def verdict(s: dict) -> str | None:
         most = "memsets" if cause == "memsets" else f"{cause}{memory}"
         return f"copy-bound: copies and memsets {held}, most of it {most}"
     if cls == "host-bound":
-        return (f"host-bound: the GPU sits idle through {_cause_words(cause, detail, idle=True)}, "
+        return (f"host-bound: the GPU sits idle through {idle_words(cause, detail)}, "
                 f"{pct(share)} of the steady state")
     idle = ("gpu", cause) not in labels()
-    what = f"idle on {_cause_words(cause, detail, idle=True)}" if idle else _kernels(cause)
+    what = f"idle on {idle_words(cause, detail)}" if idle else _kernels(cause)
     return (f"mixed: GPU busy {pct(s['busy_pct'])}, idle {pct(100 - s['busy_pct'])}; "
             f"the largest slice is {what}, {pct(share)} of the steady state")
 

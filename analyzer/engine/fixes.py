@@ -50,8 +50,8 @@ def apply(findings: list[Finding], facts: list[FixFact], lead: SteadyState | Non
             continue
         ruled_out = _mine(f, facts, lead)
         if f.headline is not None:  # the headline names the first fix the trace leaves
-            f.headline.fix = next((text for text, tags in f.headline.fix_options
-                                   if not any(t in ruled_out for t in tags)), None)
+            f.headline.fix_options = [(text, tags) for text, tags in f.headline.fix_options
+                                      if not any(t in ruled_out for t in tags)]
         kept = [text for text, tags in f.fix_parts if not any(t in ruled_out for t in tags)]
         if len(kept) == len(f.fix_parts):
             continue

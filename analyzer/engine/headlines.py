@@ -66,6 +66,5 @@ def parts(rule: Rule, spec: FindingSpec, flags: dict[str, Any], row: dict[str, A
         options.append((text, tuple(spec.fixes)))
     cost_column = (h.cost if h and h.cost else None) or spec.impact_ns
     cost = row.get(cost_column) if cost_column else None
-    return HeadlineParts(cause=cause or default_cause(rule.title), where=where,
-                         fix=options[0][0] if options else None, fix_options=options,
+    return HeadlineParts(cause=cause or default_cause(rule.title), where=where, fix_options=options,
                          cost_ns=int(cost) if isinstance(cost, (int, float)) and math.isfinite(cost) and cost >= 0 else None)

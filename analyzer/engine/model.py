@@ -118,10 +118,14 @@ class HeadlineParts(BaseModel):
     cause: str
     where: str | None = None
     cost_ns: int | None = None
-    fix: str | None = None
     # every fix the headline could name, with what it recommends, first first: engine/fixes.py
-    # moves to the next where the trace rules one out
+    # drops those the trace rules out
     fix_options: list[tuple[str, tuple[str, ...]]] = []
+
+    @property
+    def fix(self) -> str | None:
+        """The fix the headline names: the first option left."""
+        return self.fix_options[0][0] if self.fix_options else None
 
 
 class Related(BaseModel):
