@@ -79,10 +79,7 @@ def test_corpus_report_opens_with_the_verified_cause(entry):
 
 # Advice each corpus entry's trace rules out (its `forbidden` regexes, matched without case against
 # every finding's fix); strict xfail where today's rules still give it, with the reason.
-OPEN_FORBIDDEN: dict[str, str] = {
-    "threadpool_tokenize_serving.sqlite": "cuda-api-overhead advises a CUDA Graph on a GPU idle 96 % behind Python "
-                                          "tokenizers, where launch overhead holds 6.3 % of the steady state",
-}
+OPEN_FORBIDDEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=OPEN_FORBIDDEN[e["file"]]))

@@ -39,24 +39,34 @@ rated AS (
          coalesce(l.steady_gpu_ns, 0) AS steady_launched_gpu_ns,
          round(p.steady_total_ns / nullif(l.steady_gpu_ns, 0), 3) AS steady_api_to_gpu_ratio,
          has_steady.yes AS judged_on_steady_state
-  FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api)
-SELECT *,
-       (SELECT count(*) FROM graph_launches g WHERE g.pid = rated.pid) AS graph_replays,
-       -- median x calls: the typical cost, so a few slow first launches (lazy module
-       -- loading at start-up) do not make a healthy loop look launch-bound
-       (category = 'launch' AND CASE WHEN judged_on_steady_state
-          THEN coalesce(steady_median_ns * steady_calls, 0) >= $min_total_ns
-               AND steady_median_ns * steady_calls >= $rival_ratio * steady_launched_gpu_ns
-          ELSE median_ns * calls >= $min_total_ns
-               AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0) END) AS launch_rivals_gpu,
-       -- how busy the process keeps its GPU in the steady state: a host that waits on a busy GPU
-       -- shows the GPU's pace, not a cost of its own
-       (SELECT max(busy_pct) FROM steady_summary ss WHERE ss.pid = rated.pid) AS steady_busy_pct,
-       (SELECT arg_max(verdict_class || ' (' || verdict_cause || ')', busy_pct) FROM steady_summary ss
-        WHERE ss.pid = rated.pid) AS steady_verdict,
-       -- the idle cause the budget gives this API's time (budget_causes' CUDA-call kinds)
-       coalesce((SELECT any_value(c.cause) FROM budget_causes c
-                 WHERE c.kind = 'idle' AND list_contains(c.api_categories, rated.category)), 'other CUDA calls')
-         AS budget_cause
-FROM rated
+  FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api),
+with_cause AS (
+  SELECT *,
+         (SELECT count(*) FROM graph_launches g WHERE g.pid = rated.pid) AS graph_replays,
+         -- median x calls: the typical cost, so a few slow first launches (lazy module
+         -- loading at start-up) do not make a healthy loop look launch-bound
+         (category = 'launch' AND CASE WHEN judged_on_steady_state
+            THEN coalesce(steady_median_ns * steady_calls, 0) >= $min_total_ns
+                 AND steady_median_ns * steady_calls >= $rival_ratio * steady_launched_gpu_ns
+            ELSE median_ns * calls >= $min_total_ns
+                 AND median_ns * calls >= $rival_ratio * coalesce(launched_gpu_ns, 0) END) AS launch_rivals_gpu,
+         -- how busy the process keeps its GPU in the steady state: a host that waits on a busy GPU
+         -- shows the GPU's pace, not a cost of its own
+         (SELECT max(busy_pct) FROM steady_summary ss WHERE ss.pid = rated.pid) AS steady_busy_pct,
+         (SELECT arg_max(verdict_class || ' (' || verdict_cause || ')', busy_pct) FROM steady_summary ss
+          WHERE ss.pid = rated.pid) AS steady_verdict,
+         -- the idle cause the budget gives this API's time (budget_causes' CUDA-call kinds)
+         coalesce((SELECT any_value(c.cause) FROM budget_causes c
+                   WHERE c.kind = 'idle' AND list_contains(c.api_categories, rated.category)), 'other CUDA calls')
+           AS budget_cause
+  FROM rated)
+SELECT c.*,
+       -- what the GPU actually lost to this kind of call: host time in calls says what they cost the
+       -- host, not whether the GPU waited for them (other threads, other host work may set the pace)
+       CASE WHEN c.steady_busy_pct IS NOT NULL THEN coalesce(
+         (SELECT round(max(100.0 * i.ns / s.window_ns), 2)
+          FROM (SELECT device_id, pid, sum(ns) AS ns FROM budget
+                WHERE kind = 'idle' AND cause = c.budget_cause AND pid = c.pid GROUP BY ALL) i
+          JOIN steady_summary s USING (device_id, pid)), 0) END AS cause_idle_pct
+FROM with_cause c
 ORDER BY total_ns DESC, api
