@@ -25,6 +25,9 @@ waiting AS (
          0 AS busy_ns, sum(c.idle_ns) AS idle_ns
   FROM idle_gap_causes c
   WHERE c.cause = 'os-call' AND list_contains($wait_calls, c.detail)
+    -- in a process whose threads contend for a lock (the GIL), a timed condition wait is that
+    -- lock, not a batch (gil-contention)
+    AND NOT (c.detail = 'pthread_cond_timedwait' AND c.pid IN (SELECT pid FROM lock_waits))
   GROUP BY c.pid, c.detail),
 -- in a process with no NVTX ranges: the untraced host-code gaps that end with a host-to-device
 -- copy, the next batch's upload (the host built the batch on the thread that feeds the GPU)

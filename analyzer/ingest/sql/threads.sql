@@ -1,0 +1,34 @@
+-- include: normalize, phases
+
+-- Threads of one process that contend for a lock: in a Python process, the interpreter's lock
+-- (the GIL). A thread that wants the GIL waits on a condition variable with a timeout of the
+-- switch interval (5 ms by default) and, each time it times out, asks the holder to drop it
+-- and waits again; so its pthread_cond_timedwait calls pile up at one short cap. Waits for data
+-- (queues, pipes, futures) look different: Python's own locks wait in sem_wait/sem_clockwait,
+-- pipes in poll/read, and their waits last as long as the producer takes.
+
+-- One row per thread whose steady-state pthread_cond_timedwait calls time out again and again at
+-- one short cap: at least 10 calls within 10 % of the thread's 99th-percentile wait, that cap
+-- between 1 and 50 ms, and those timed-out calls at least half the thread's time in the call.
+-- sources: OSRT_API
+-- @column pid: OS process id
+-- @column tid: OS thread id
+-- @column calls: the thread's pthread_cond_timedwait calls in the steady state
+-- @column wait_ns: their summed duration, ns
+-- @column timeouts: of them, calls that lasted the cap (within 10 %): timed-out waits
+-- @column cap_ns: the cap: the 99th percentile of the calls' durations, ns
+-- @column python: true when the process is a Python interpreter (its name), so the lock is the GIL
+CREATE TABLE lock_waits AS
+WITH waits AS (
+  SELECT o.pid, o.tid, o.duration_ns
+  FROM osrt_calls o JOIN steady_state s USING (pid)
+  WHERE o.name = 'pthread_cond_timedwait' AND o.start_ns >= s.start_ns AND o.start_ns < s.end_ns),
+caps AS (SELECT pid, tid, quantile_disc(duration_ns, 0.99) AS cap_ns FROM waits GROUP BY ALL)
+SELECT w.pid, w.tid, count(*) AS calls, sum(w.duration_ns)::BIGINT AS wait_ns,
+       count(*) FILTER (WHERE w.duration_ns >= 0.9 * c.cap_ns) AS timeouts, any_value(c.cap_ns) AS cap_ns,
+       coalesce(any_value(regexp_matches(p.name, '^(python|pt_main_thread)')), false) AS python
+FROM waits w JOIN caps c USING (pid, tid) LEFT JOIN processes p ON p.pid = w.pid
+WHERE c.cap_ns BETWEEN 1000000 AND 50000000
+GROUP BY w.pid, w.tid
+HAVING count(*) FILTER (WHERE w.duration_ns >= 0.9 * c.cap_ns) >= 10
+   AND sum(w.duration_ns) FILTER (WHERE w.duration_ns >= 0.9 * c.cap_ns) >= 0.5 * sum(w.duration_ns);
