@@ -88,7 +88,8 @@ def parts(findings: list[Finding], steady: list[SteadyState], metrics: Metrics, 
                 *[(n, t) for n, t in out if n != "verdict"]]
     cost = h.cost_ns if h else top.impact_ns
     if cost:
-        if top.recoverable_ns is not None and s is not None and s.window_ns:
+        # a cost drawn on the steady state's budget (claimed), whether or not its gain is bounded
+        if top.claim is not None and s is not None and s.window_ns:
             share = f"{pct(100 * cost / s.window_ns)}"
             if s.steps and s.steps >= 2:
                 out.append(("cost", f"{duration(cost / s.steps)} a step ({share})"))

@@ -35,6 +35,8 @@ CAUSE_RULES = {
     "unfused-optimizer": {"fusion-candidates"},
     # issue 33's families: a slow numeric format, steps that do not repeat, floods of a non-launch call
     "numeric-format": {"numeric-format", "fp32-gemm"}, "unsteady-steps": {"unsteady-steps"}, "call-flood": {"call-flood"},
+    # round four: threads of one process contending for the GIL
+    "gil": {"gil-contention"},
 }
 
 

@@ -21,7 +21,11 @@ typical AS (
 slow AS (
   SELECT p.*, t.clean_median_ns, t.steps
   FROM per_step p JOIN typical t USING (pid)
-  WHERE p.module_loads > 0 AND t.clean_median_ns IS NOT NULL AND p.duration_ns > $slow_factor * t.clean_median_ns),
+  WHERE p.module_loads > 0 AND t.clean_median_ns IS NOT NULL AND p.duration_ns > $slow_factor * t.clean_median_ns
+    -- a compilation happens once per shape or key: a step whose work recurs in other slow steps
+    -- is a periodic phase of the loop (step_churn), which loads its code on its first run
+    AND NOT EXISTS (SELECT 1 FROM step_churn c WHERE c.pid = p.pid AND c.step = p.step
+                                                 AND c.mechanism = 'periodic phase')),
 -- the NVTX range that holds most of the process's idle host time (the budget's place)
 places AS (
   SELECT pid, first(place ORDER BY ns DESC, place) AS top_place FROM (

@@ -81,9 +81,11 @@ SELECT *,
                                                   ELSE '' END, new_kernel_names,
                                              CASE WHEN new_kernel_names = 1 THEN '' ELSE 's' END)
          WHEN 'changing shapes' THEN 'they run the usual kernels in other shapes: the input shapes change'
+         WHEN 'periodic phase' THEN 'they run the same extra work each time: a phase the loop runs every few steps'
          ELSE 'they run other kernels than the usual step' END
        || CASE WHEN warm_up THEN printf('; all of them come before step %d, after which the steps repeat: warm-up is not over '
                                         || 'when the steady state starts', first_alike_step) ELSE '' END AS why_text,
-       coalesce(' (mostly in NVTX range "' || top_place || '")', '') AS where_text
+       coalesce(' (mostly in NVTX range "' || top_place || '")', '') AS where_text,
+       coalesce('in "' || top_place || '"', '') AS place_text
 FROM rows
 ORDER BY churn_pct DESC NULLS LAST, pid

@@ -155,8 +155,9 @@ LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 -- @column usual_search_calls: median search_calls of the alike steps, count (0 without)
 -- @column search: true when search_calls is at least search_min_calls and search_factor times usual_search_calls
 -- @column churn: true for a churn step
--- @column mechanism: for a churn step: recompilation (spawns, or module loads around other host
--- work), module loading (the load calls themselves take at least half of the churn: code loaded
+-- @column mechanism: for a churn step: periodic phase (no spawns, and another churn step runs the
+-- same kernels in the same shapes: work the loop does every N steps), recompilation (spawns, or
+-- module loads around other host work), module loading (the load calls themselves take at least half of the churn: code loaded
 -- lazily on its first use, CUDA_MODULE_LOADING=LAZY), algorithm search (search), changing shapes
 -- (same kernels, other shapes) or different work; else NULL
 -- @column churn_ns: a churn step's period beyond usual_period_ns, ns; NULL when there is no usual step
@@ -198,10 +199,15 @@ classed AS (
          CASE WHEN u.usual_period_ns IS NULL
               THEN (m.search_calls >= st.min_calls OR m.module_loads > 0 OR m.spawns > 0) AND m.marks_start_ns IS NOT NULL
               ELSE NOT m.alike AND m.period_ns >= st.slow * u.usual_period_ns END AS churn
-  FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st)
+  FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st),
+-- a search or a compilation happens once per shape or key; slow steps that run the same kernels in
+-- the same shapes again and again are a phase of the loop (evaluation, checkpointing, logging every N steps)
+recurs AS (
+  SELECT *, count(*) FILTER (WHERE churn) OVER (PARTITION BY pid, shape_set) AS recurring FROM classed)
 SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS same_kernels, usual_period_ns::BIGINT AS usual_period_ns,
        usual_search_calls, search, churn,
-       CASE WHEN churn THEN CASE WHEN spawns = 0 AND module_loads > 0 AND NOT search
+       CASE WHEN churn THEN CASE WHEN spawns = 0 AND recurring >= 2 THEN 'periodic phase'
+                                 WHEN spawns = 0 AND module_loads > 0 AND NOT search
                                       AND load_ns >= 0.5 * coalesce(period_ns - usual_period_ns, marks_end_ns - marks_start_ns)
                                  THEN 'module loading'
                                  WHEN spawns > 0 OR (module_loads > 0 AND NOT search) THEN 'recompilation'
@@ -212,7 +218,7 @@ SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS s
        CASE WHEN usual_period_ns IS NULL THEN marks_end_ns ELSE bound_ns + period_ns END AS window_end_ns,
        CASE WHEN NOT churn THEN 0.0 WHEN usual_period_ns IS NULL THEN 1.0
             ELSE (period_ns - usual_period_ns) / period_ns::DOUBLE END AS share
-FROM classed;
+FROM recurs;
 
 -- Intermediates, dropped once used.
 DROP TABLE step_ops;
