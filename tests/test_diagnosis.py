@@ -36,7 +36,7 @@ CAUSE_RULES = {
     # issue 33's families: a slow numeric format, steps that do not repeat, floods of a non-launch call
     "numeric-format": {"numeric-format", "fp32-gemm"}, "unsteady-steps": {"unsteady-steps"}, "call-flood": {"call-flood"},
     # round four: threads of one process contending for the GIL
-    "gil": {"gil-contention"},
+    "gil": {"gil-contention"}, "layout": {"layout-conversions"}, "alignment": {"gemm-alignment"},
 }
 
 

@@ -14,9 +14,10 @@ CREATE TABLE kernel_class_patterns(priority INTEGER, class VARCHAR, pattern VARC
 INSERT INTO kernel_class_patterns VALUES
   (1, 'communication', 'nccl|allreduce|allgather|reducescatter|all_reduce|all_gather|reduce_scatter|sendrecv', NULL),
   (2, 'tensor-core math', 'flash|fmha|sdpa', NULL),
-  -- PyTorch's and Triton's pointwise and reduction loops, named before the dtype words below:
-  -- vectorized_elementwise_kernel<..., BFloat16> is elementwise work, not tensor-core math
-  (3, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|triton_(poi|red|per)_|multi_tensor_apply|layer_norm|batch_norm|softmax|dropout', NULL),
+  -- PyTorch's and Triton's pointwise and reduction loops, normalizations and cuDNN's layout
+  -- conversions, named before the dtype words below: vectorized_elementwise_kernel<..., BFloat16>
+  -- or cudnn::bn_fw_tr_1C11_kernel_NCHW<__half, ...> is a memory pass, not tensor-core math
+  (3, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|triton_(poi|red|per)_|multi_tensor_apply|layer_norm|batch_norm|group_norm|instance_norm|rms_?norm|\bbn_(fw|bw)_|batchnorm|nchwtonhwc|nhwctonchw|softmax|dropout', NULL),
   (4, 'tensor-core math', 'tf32|hmma|wmma|tensorop|tensor[0-9]|gmma|nvjet|bf16|bfloat16|f16|half|[hsi](16816|1688|884|8816)|imma|dmma|e4m3|e5m2|fp8|int8',
       '_ffma_|f32f32_f32f32|sgemm|simt'),
   (5, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),

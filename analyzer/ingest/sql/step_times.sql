@@ -139,7 +139,8 @@ LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 -- if not, whether it is churn, why, and how much of it. The usual step is the most common shape
 -- set among the timed steps when two share one, else the most common kernel set (shapes that
 -- change every step); a step is alike when it has that set. A step that is not alike is churn
--- when it takes churn_slow_factor times the alike steps' median period or more; where no two
+-- when it takes churn_slow_factor times the alike steps' median period or more, unless nothing is
+-- searched, loaded or compiled in it and its extra GPU time is most of its extra period; where no two
 -- steps are alike, a step is churn when it holds an algorithm search or a recompilation. Its
 -- churn window is the time the budget gives to 'step churn': its period beyond the usual one
 -- (share of the period), or, with no usual step to compare, the span of its event calls, module
@@ -155,11 +156,12 @@ LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 -- @column usual_search_calls: median search_calls of the alike steps, count (0 without)
 -- @column search: true when search_calls is at least search_min_calls and search_factor times usual_search_calls
 -- @column churn: true for a churn step
--- @column mechanism: for a churn step: periodic phase (no spawns, and another churn step runs the
--- same kernels in the same shapes: work the loop does every N steps), recompilation (spawns, or
--- module loads around other host work), module loading (the load calls themselves take at least half of the churn: code loaded
--- lazily on its first use, CUDA_MODULE_LOADING=LAZY), algorithm search (search), changing shapes
--- (same kernels, other shapes) or different work; else NULL
+-- @column mechanism: for a churn step: periodic phase (no spawns, kernels the usual step does not
+-- run, and another churn step runs them in the same shapes: work the loop does every N steps),
+-- recompilation (spawns, or module loads around other host work), module loading (the load calls
+-- themselves take at least half of the churn: code loaded lazily on its first use,
+-- CUDA_MODULE_LOADING=LAZY), algorithm search (search), changing shapes (same kernels, other
+-- shapes) or different work; else NULL
 -- @column churn_ns: a churn step's period beyond usual_period_ns, ns; NULL when there is no usual step
 -- @column window_start_ns: start of the churn window (bound_ns, or marks_start_ns without a usual step), ns
 -- @column window_end_ns: end of the churn window, ns
@@ -191,14 +193,20 @@ usual AS (
                    ELSE median(period_ns) FILTER (WHERE alike) END AS usual_period_ns,
          CASE WHEN any_value(alike_by) = 'kernels'
                    AND median(search_calls) FILTER (WHERE alike) >= any_value(st.min_calls) THEN 0
-              ELSE coalesce(median(search_calls) FILTER (WHERE alike), 0) END AS usual_search_calls
+              ELSE coalesce(median(search_calls) FILTER (WHERE alike), 0) END AS usual_search_calls,
+         median(kernel_ns) FILTER (WHERE alike) AS usual_kernel_ns
   FROM marked CROSS JOIN settings st GROUP BY pid),
 classed AS (
   SELECT m.*, u.usual_period_ns, u.usual_search_calls,
          m.search_calls >= st.min_calls AND m.search_calls >= st.factor * u.usual_search_calls AS search,
          CASE WHEN u.usual_period_ns IS NULL
               THEN (m.search_calls >= st.min_calls OR m.module_loads > 0 OR m.spawns > 0) AND m.marks_start_ns IS NOT NULL
-              ELSE NOT m.alike AND m.period_ns >= st.slow * u.usual_period_ns END AS churn
+              ELSE NOT m.alike AND m.period_ns >= st.slow * u.usual_period_ns
+                   -- a larger step (more rows, other shapes and the kernels chosen for them) takes
+                   -- longer by its own GPU work: not churn, where nothing is searched, loaded or
+                   -- compiled and its extra GPU time is most of its extra period
+                   AND NOT (m.search_calls < st.min_calls AND m.module_loads = 0 AND m.spawns = 0
+                            AND m.kernel_ns - u.usual_kernel_ns >= 2.0 / 3 * (m.period_ns - u.usual_period_ns)) END AS churn
   FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st),
 -- a search or a compilation happens once per shape or key; slow steps that run the same kernels in
 -- the same shapes again and again are a phase of the loop (evaluation, checkpointing, logging every N steps)
@@ -206,7 +214,7 @@ recurs AS (
   SELECT *, count(*) FILTER (WHERE churn) OVER (PARTITION BY pid, shape_set) AS recurring FROM classed)
 SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS same_kernels, usual_period_ns::BIGINT AS usual_period_ns,
        usual_search_calls, search, churn,
-       CASE WHEN churn THEN CASE WHEN spawns = 0 AND recurring >= 2 THEN 'periodic phase'
+       CASE WHEN churn THEN CASE WHEN spawns = 0 AND recurring >= 2 AND NOT same_kernels THEN 'periodic phase'
                                  WHEN spawns = 0 AND module_loads > 0 AND NOT search
                                       AND load_ns >= 0.5 * coalesce(period_ns - usual_period_ns, marks_end_ns - marks_start_ns)
                                  THEN 'module loading'
