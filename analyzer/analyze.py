@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims, fixes
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule, RuleResult
+from nsys_diagnose.engine.params import checked_settings
 from nsys_diagnose.engine.runner import rule_timeout_s, run_rules
 from nsys_diagnose.errors import DiagnoseError
 from nsys_diagnose.headline import headline as compose_headline
@@ -27,6 +29,7 @@ from nsys_diagnose.ingest.database import (
     with_memory_retry,
     with_trace,
 )
+from nsys_diagnose.ingest.settings import SettingValues
 from nsys_diagnose.report_cache import ReportCache, report_key
 
 # The SQL library's tables the report reads beside its rules (the metrics, the step-time budget
@@ -75,8 +78,11 @@ def withhold(results: list[RuleResult]) -> list[RuleResult]:
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             rule_dirs: list[Path] | tuple[Path, ...] = (), overrides: dict[str, dict[str, Any]] | None = None,
             select: list[str] | None = None, use_cache: bool = True, cache_dir: Path | None = None,
-            reader: str = "auto", timeline: bool = False) -> Report:
+            reader: str = "auto", timeline: bool = False, settings: Mapping[str, Any] | None = None) -> Report:
+    """The report on one export. `settings`: the analysis's settings this run changes, by name
+    (`nsys-diagnose explain settings`), checked as --set checks them."""
     check_environment()
+    settings = checked_settings(settings)
     rules = rules if rules is not None else load_rules(rule_dirs)
     overrides = overrides or {}
     key = None
@@ -84,23 +90,25 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
     if use_cache and Path(path).is_file():  # a repeat run reads its report back (report_cache.py)
         reports = ReportCache(cache_dir or default_cache_dir())
         try:
-            key = report_key(Path(path), rules, overrides, select, reader, timeline, cache_dir)
+            key = report_key(Path(path), rules, overrides, select, reader, timeline, cache_dir, settings)
         except (OSError, DiagnoseError):
             pass  # unreadable, not a file, changing: open_trace says why
         if key and (cached := reports.get(key)):
             return cached
     # a rule retries on its own (engine.py); this covers the metrics and the timeline
     report = with_trace(path, lambda trace: with_memory_retry(
-        trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline)),
-        use_cache=use_cache, cache_dir=cache_dir, reader=reader,
+        trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline, settings=settings)),
+        use_cache=use_cache, cache_dir=cache_dir, reader=reader, settings=settings,
         tables=tables_read([r for r in rules.values() if not select or r.id in select]))
     if key:
         reports.put(key, report)
     return report
 
 
-def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *, timeline: bool = False) -> Report:
-    """timeline=True adds the binned timeline the HTML report draws (analyses/timeline.py)."""
+def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *, timeline: bool = False,
+                      settings: SettingValues | None = None) -> Report:
+    """timeline=True adds the binned timeline the HTML report draws (analyses/timeline.py).
+    `settings`: the run's (checked) settings, those the trace was ingested with."""
     con = trace.con
     chosen = [r for r in rules.values() if not select or r.id in select]
     progress.stage(f"rules (0/{len(chosen)} done)")
@@ -114,7 +122,7 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     coverage = capture_coverage.compute(con, metrics, steady, has_gpu)
     if not has_gpu:
         results = withhold(results)
-    findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady))
+    findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady, settings))
     lead = step_budget.primary(steady)
     fixes.apply(findings, fixes.read(con), lead)
     origin = export_info(con)

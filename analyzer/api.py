@@ -29,6 +29,7 @@ import polars as pl
 from nsys_diagnose.analyze import report_from_trace
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import Report, Rule
+from nsys_diagnose.engine.params import checked_settings
 from nsys_diagnose.engine.selection import overrides_from, resolve, with_severities
 from nsys_diagnose.engine.tables import rule_table
 from nsys_diagnose.errors import UsageError
@@ -43,15 +44,17 @@ _DTYPES = {"integer": pl.Int64, "number": pl.Float64, "string": pl.String, "bool
 
 
 def open(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: str | os.PathLike | None = None,
-         reader: str = "auto") -> Trace:
+         reader: str = "auto", settings: Mapping[str, Any] | None = None) -> Trace:
     """Open an export (.sqlite, or .nsys-rep with nsys on PATH) as a Trace.
 
     The first open ingests it into the DuckDB cache (as the command line does, under
     ~/.cache/nsys-diagnose or `cache_dir`); later opens of the unchanged file reuse that.
     `use_cache=False` ingests into a temporary file that close() removes. The connection is
-    read-only: nothing here can change the cache or the export.
+    read-only: nothing here can change the cache or the export. `settings`: the analysis's
+    settings to change, {name: value} (`nsys-diagnose explain settings`), checked as --set checks
+    them; the tables and every analyze() of the trace use them.
     """
-    return Trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader)
+    return Trace(path, use_cache=use_cache, cache_dir=cache_dir, reader=reader, settings=settings)
 
 
 def to_pandas(frame: pl.DataFrame):
@@ -68,12 +71,15 @@ class Trace:
     steady_state, idle_gaps, ...) on a read-only DuckDB connection. Close it, or use `with`."""
 
     def __init__(self, path: str | os.PathLike, *, use_cache: bool = True,
-                 cache_dir: str | os.PathLike | None = None, reader: str = "auto"):
+                 cache_dir: str | os.PathLike | None = None, reader: str = "auto",
+                 settings: Mapping[str, Any] | None = None):
         self.path = Path(path)
+        self._settings = checked_settings(settings, origin="settings=")
         self._use_cache = use_cache
         self._cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._reader_option = reader
-        self._trace = open_trace(self.path, use_cache=use_cache, cache_dir=self._cache_dir, reader=reader)
+        self._trace = open_trace(self.path, use_cache=use_cache, cache_dir=self._cache_dir, reader=reader,
+                                 settings=self._settings)
         self.reader: str = self._trace.reader          # the reader that ingested it: scanner or sqlite3
         self.from_cache: bool = self._trace.from_cache  # True when the ingest cache already held it
         self.captured: dict[str, bool] = dict(self._trace.captured)  # table -> did the export capture it
@@ -157,11 +163,12 @@ class Trace:
         cache = key = None
         if self._use_cache and self.path.is_file():
             cache = ReportCache(self._cache_dir or default_cache_dir())
-            key = report_key(self.path, rules, overrides, select, self._reader_option, timeline, self._cache_dir)
+            key = report_key(self.path, rules, overrides, select, self._reader_option, timeline, self._cache_dir,
+                             self._settings)
             if (cached := cache.get(key)) is not None:
                 return cached
         report = with_memory_retry(trace.con, lambda: report_from_trace(trace, rules, overrides, select,
-                                                                        timeline=timeline))
+                                                                        timeline=timeline, settings=self._settings))
         if cache is not None:
             cache.put(key, report)
         return report

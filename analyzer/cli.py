@@ -142,14 +142,15 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
     ignore, params, severity, fail-on, rules); flags given here win."""
     opts = run_options(project_config(no_config), rule_dirs=rule_dirs, sets=sets, select=select, ignore=ignore,
                        severities=severities, fail_on=fail_on)
-    rules, overrides, chosen = opts.rules, opts.overrides, opts.select
+    rules, overrides, chosen, settings = opts.rules, opts.overrides, opts.select, opts.settings
     if is_batch(paths):
         if tables_dir:
             raise UsageError("--tables-dir: works on one export (a batch writes findings.parquet instead)")
         if fmt in CI_FORMATS:
             raise UsageError(f"--format {fmt}: works on one export (a batch writes md, json or html per input)")
         sys.exit(run_batch(paths, output=output, fmt=fmt, rules=rules, overrides=overrides, select=chosen,
-                           fail_on=opts.fail_on, use_cache=not no_cache, cache_dir=cache_dir, reader=reader, **batch))
+                           fail_on=opts.fail_on, use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
+                           settings=settings, **batch))
     path = paths[0]
     target = output_file(output, [path])  # None: stdout
     if fmt == "html" and output is None and sys.stdout.isatty():  # before the analysis: it is refused either way
@@ -159,11 +160,11 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
         if tables_dir:
             report = analyze_with_tables(path, rules, overrides, chosen, tables_dir, tables_format,
                                          use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
-                                         timeline=fmt in NEEDS_TIMELINE)
+                                         timeline=fmt in NEEDS_TIMELINE, settings=settings)
         else:
             report = analyze(path, rules=rules, overrides=overrides, select=chosen,
                              use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
-                             timeline=fmt in NEEDS_TIMELINE)
+                             timeline=fmt in NEEDS_TIMELINE, settings=settings)
     text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on, verbose=verbose)
     if target is not None:
         publish(target, text, say)
@@ -237,7 +238,10 @@ def explain_cmd(rule_id: str, rule_dirs, no_config: bool) -> None:
     `explain settings` prints the analysis's settings instead: the tunables that are not a rule's
     parameter (ingest/sql/settings.sql)."""
     if rule_id == "settings":
-        click.echo(settings_text())
+        from nsys_diagnose.engine.params import checked_settings
+
+        cfg = project_config(no_config)
+        click.echo(settings_text(checked_settings(cfg.settings, origin=f"{cfg.origin} settings"), cfg.origin))
         return
     rules = load_rules([*project_config(no_config).rule_dirs(), *rule_dirs])
     if rule_id not in rules:
@@ -259,18 +263,22 @@ def explain_cmd(rule_id: str, rule_dirs, no_config: bool) -> None:
     click.echo("\n".join(lines))
 
 
-def settings_text() -> str:
-    """The settings as `explain settings` prints them: value, unit, type, range, reader and why."""
+def settings_text(configured: dict[str, int | float] | None = None, origin: str = "") -> str:
+    """The settings as `explain settings` prints them: value, unit, type, range, reader and why;
+    a value the project's config (`origin`) sets is shown with the default it replaces."""
     from nsys_diagnose.ingest import settings
 
     def num(x: float) -> str:
         return f"{x:,.0f}" if x == int(x) else f"{x:g}"
+    changed = settings.changes(configured)
     lines = ["Settings: the analysis's tunables that are not a rule's parameter, declared in",
-             "analyzer/ingest/sql/settings.sql (edit a row there to change one).", ""]
+             "analyzer/ingest/sql/settings.sql. Change one for a run with --set NAME=VALUE, or for a project",
+             "in its pyproject.toml's [tool.nsys-diagnose.settings] table.", ""]
     for name, s in settings.declared().items():
         bounds = f"{num(s['min'])} to {num(s['max'])}" if s["max"] is not None else f"at least {num(s['min'])}"
-        lines += [f"  {name} = {num(settings.value(name))} {s['unit']} ({s['type']}, {bounds}; read by {s['read_by']})",
-                  f"    {s['why']}"]
+        was = f"; default {num(settings.default(name))}, set in {origin}" if name in changed else ""
+        lines += [f"  {name} = {num(settings.value(name, changed))} {s['unit']} ({s['type']}, {bounds}; "
+                  f"read by {s['read_by']}{was})", f"    {s['why']}"]
     return "\n".join(lines)
 
 

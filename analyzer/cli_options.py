@@ -25,8 +25,9 @@ class FiniteFloatRange(click.FloatRange):
 
 rules_option = click.option("--rules", "rule_dirs", multiple=True, type=click.Path(path_type=Path),
                             help="Extra folder of rules (YAML + SQL); may repeat.")
-set_option = click.option("--set", "sets", multiple=True, metavar="ID.PARAM=VALUE",
-                          help="Override a rule parameter; may repeat.")
+set_option = click.option("--set", "sets", multiple=True, metavar="[ID.]NAME=VALUE",
+                          help="Override a rule parameter (ID.PARAM=VALUE) or one of the analysis's settings "
+                               "(NAME=VALUE: `explain settings`); may repeat.")
 no_cache_option = click.option("--no-cache", is_flag=True,
                                help="Do not read or write the ingest cache (nor a batch's result cache).")
 cache_dir_option = click.option("--cache-dir", type=click.Path(path_type=Path),
@@ -37,7 +38,7 @@ reader_option = click.option("--reader", type=click.Choice(["auto", "scanner", "
 
 
 def rule_options(f: F) -> F:
-    """--rules and --set: which rules, with which parameters."""
+    """--rules and --set: which rules, with which parameters and settings."""
     return rules_option(set_option(f))
 
 

@@ -10,6 +10,8 @@ one, from the current folder up (as ruff and sqlfluff find theirs). Command-line
     "gpu-idle-gaps.min_gap_ns" = 500_000
     [tool.nsys-diagnose.severity]
     hot-kernels = "warning"
+    [tool.nsys-diagnose.settings]              # the analysis's settings: `nsys-diagnose explain settings`
+    gpu_bound_pct = 75
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class ProjectConfig(BaseModel):
     ignore: list[str] = []
     params: dict[str, Any] = {}
     severity: dict[str, str] = {}
+    settings: dict[str, Any] = {}
     fail_on: Literal["info", "warning", "error", "never"] | None = Field(None, alias="fail-on")
     rules: list[str] = Field(default_factory=list, description="rule folders, relative to the pyproject.toml")
     path: Path | None = Field(None, exclude=True)  # the file it came from; None: no config
@@ -102,15 +105,17 @@ class RunOptions(BaseModel):
     overrides: dict[str, dict[str, Any]]
     select: list[str] | None
     fail_on: str
+    settings: dict[str, int | float] = {}  # the analysis's settings changed, by name (checked)
 
 
 def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=(), severities=(),
                 fail_on: str | None = None) -> RunOptions:
     """Merge the project's config with the command line: --select, --ignore and --fail-on replace
-    the config's value; --set and --severity win per parameter and per rule; --rules folders come
-    after the config's (a rule of the same id replaces the earlier one)."""
+    the config's value; --set and --severity win per parameter, setting and rule; --rules folders
+    come after the config's (a rule of the same id replaces the earlier one). `--set NAME=VALUE`
+    (no rule id) sets one of the analysis's settings."""
     from nsys_diagnose.engine.catalog import load_rules
-    from nsys_diagnose.engine.params import parse_overrides
+    from nsys_diagnose.engine.params import checked_settings, is_setting, parse_overrides, parse_settings
     from nsys_diagnose.engine.selection import (
         merge_overrides,
         overrides_from,
@@ -121,10 +126,13 @@ def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=
 
     rules = load_rules([*cfg.rule_dirs(), *rule_dirs])
     overrides = merge_overrides(overrides_from(cfg.params, rules, origin=f"{cfg.origin} params"),
-                                parse_overrides(sets, rules))
+                                parse_overrides([s for s in sets if not is_setting(s)], rules))
+    settings = checked_settings(cfg.settings, origin=f"{cfg.origin} settings") | parse_settings(
+        [s for s in sets if is_setting(s)])
     chosen = resolve(rules, select or cfg.select, ignore or cfg.ignore,
                      origin="--select" if select else f"{cfg.origin} select",
                      ignore_origin="--ignore" if ignore else f"{cfg.origin} ignore")
     rules = with_severities(rules, cfg.severity, origin=f"{cfg.origin} severity")
     rules = with_severities(rules, parse_severities(severities))
-    return RunOptions(rules=rules, overrides=overrides, select=chosen, fail_on=fail_on or cfg.fail_on or DEFAULT_FAIL_ON)
+    return RunOptions(rules=rules, overrides=overrides, select=chosen, fail_on=fail_on or cfg.fail_on or DEFAULT_FAIL_ON,
+                      settings=settings)

@@ -1,9 +1,9 @@
 """The report cache: a finished analysis of one export, so that a repeat run costs no query.
 
 A report is determined by the export's content (database.content_key: the SHA-256 of all its
-bytes), the path it is reported
-under, the rules with their parameters, --select, the reader, whether the HTML timeline is wanted,
-and this package's code (its version and a hash of its source files, so that an edited rule
+bytes, and the settings the ingest reads), the path it is reported under, the rules with their
+parameters, --select, the reader, whether the HTML timeline is wanted, the settings that differ
+from their declared values, and this package's code (its version and a hash of its source files, so that an edited rule
 engine never serves a stale report). The ingest cache (database.py) keeps the normalized tables;
 this one keeps the answer on top of them, beside it in the same cache folder. An entry is served
 only when it still matches the checksum it was written with (cache_files.py).
@@ -20,8 +20,10 @@ from typing import Any
 
 from nsys_diagnose import __version__
 from nsys_diagnose.engine.model import Report, Rule, Timeline
+from nsys_diagnose.ingest import settings as analysis_settings
 from nsys_diagnose.ingest.cache_files import read_entry, warn, write_entry
 from nsys_diagnose.ingest.database import content_key, default_cache_dir
+from nsys_diagnose.ingest.settings import SettingValues
 
 FORMAT = 2  # bump when what is stored changes shape
 
@@ -45,9 +47,12 @@ def rules_fingerprint(rules: dict[str, Rule]) -> str:
 
 
 def report_key(path: Path, rules: dict[str, Rule], overrides: dict[str, dict[str, Any]],
-               select: list[str] | None, reader: str, timeline: bool, cache_dir: Path | None = None) -> str:
-    parts = [FORMAT, code_fingerprint(), content_key(path, cache_dir or default_cache_dir()), str(path), reader, timeline,
-             sorted(select) if select else None, overrides, rules_fingerprint(rules)]
+               select: list[str] | None, reader: str, timeline: bool, cache_dir: Path | None = None,
+               settings: SettingValues | None = None) -> str:
+    parts = [FORMAT, code_fingerprint(), content_key(path, cache_dir or default_cache_dir(), settings), str(path),
+             reader, timeline, sorted(select) if select else None, overrides, rules_fingerprint(rules)]
+    if changed := analysis_settings.changes(settings):  # every changed setting, Python's too; none: the default key
+        parts.append(changed)
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

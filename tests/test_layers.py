@@ -119,13 +119,33 @@ def test_the_walk_sees_imports():
     assert "batch.command" in g["batch.options"]
 
 
+# importlib.resources' functions that name the package whose data they read, as their first argument
+RESOURCE_CALLS = {"files", "as_file", "read_text", "read_binary", "open_text", "open_binary", "path", "contents",
+                  "is_resource"}
+
+
 def data_reads(path: Path) -> list[tuple[int, str | None]]:
-    """(line, package) of each importlib.resources.files(...) call in the module: the package
-    whose data files it reads; None when the argument is not a literal (the test cannot place it)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "files" \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "resources":
+    """(line, package) of each importlib.resources call in the module that names a package
+    (resources.files(...), importlib.resources.files(...), or files(...) imported from it; the
+    older read_text/open_binary/... too): the package whose data files it reads; None when the
+    argument is not a literal (the test cannot place it). A bare `__file__` (a path built from
+    the module's own place, which reaches any folder) counts as an unplaced read."""
+    tree = ast.parse(path.read_text(), str(path))
+    imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module in ("importlib.resources", "importlib_resources") for a in node.names
+                if a.name in RESOURCE_CALLS}
+    found: list[tuple[int, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__file__":
+            found.append((node.lineno, None))
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        via_module = isinstance(f, ast.Attribute) and f.attr in RESOURCE_CALLS and (
+            (isinstance(f.value, ast.Name) and f.value.id == "resources")
+            or (isinstance(f.value, ast.Attribute) and f.value.attr == "resources"
+                and isinstance(f.value.value, ast.Name) and f.value.value.id == "importlib"))
+        if via_module or (isinstance(f, ast.Name) and f.id in imported):
             arg = node.args[0] if node.args else None
             literal = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
             found.append((node.lineno, arg.value if literal else None))  # type: ignore[union-attr]
@@ -148,6 +168,16 @@ def test_no_data_file_read_from_a_higher_layer():
     assert not bad, "\n".join(bad)
 
 
-def test_the_data_walk_sees_reads():
+def test_the_data_walk_sees_reads(tmp_path):
     reads = {m: [p for _, p in data_reads(path)] for m, path in modules().items()}
     assert reads["ingest.sql_library"] == ["nsys_diagnose.ingest"] and "nsys_diagnose.rules" in reads["engine.catalog"]
+    # every spelling of a read, a lazy one in a function included
+    probe = tmp_path / "probe.py"
+    probe.write_text("import importlib.resources\nfrom importlib import resources\n"
+                     "from importlib.resources import files as f, read_text\n"
+                     "def g():\n    importlib.resources.files('nsys_diagnose.api')\n"
+                     "    resources.open_binary('nsys_diagnose.report', 'x')\n    f('nsys_diagnose.cli')\n"
+                     "    read_text('nsys_diagnose.batch', 'y')\n    return __file__\n")
+    assert sorted(data_reads(probe), key=lambda t: t[0]) == [
+        (5, "nsys_diagnose.api"), (6, "nsys_diagnose.report"), (7, "nsys_diagnose.cli"), (8, "nsys_diagnose.batch"),
+        (9, None)]

@@ -26,7 +26,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from nsys_diagnose.analyses.metrics import compute
-from nsys_diagnose.analyze import analyze
+from nsys_diagnose.analyze import analyze, tables_read
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.runner import run_rule
 from nsys_diagnose.ingest.database import open_trace
@@ -43,6 +43,7 @@ CHECKED = ["gpu-idle-gaps", "hot-kernels", "transfer-share", "cuda-api-overhead"
 # every rule, its result kept whole (rows_limit only trims the JSON) and every gap listed
 ALL_ROWS = {rid: r.model_copy(update={"rows_limit": 10**6}) for rid, r in RULES.items()}
 NO_THRESHOLD = {"gpu-idle-gaps": {"min_gap_ns": 0}}
+TABLES = tables_read([RULES[rid] for rid in CHECKED])  # the metrics' and the checked rules' tables
 
 DEVICES = [0, 1, 5]
 PIDS = [100, 4242]
@@ -153,7 +154,7 @@ def export(trace: dict, folder: str, name: str = "trace.sqlite", order: random.R
 def test_invariants(trace):
     want = oracle(trace)
     with tempfile.TemporaryDirectory() as folder:
-        t = open_trace(export(trace, folder), use_cache=False)
+        t = open_trace(export(trace, folder), use_cache=False, tables=TABLES)  # the modules these read
         try:
             m = compute(t.con)
             results = {rid: run_rule(t.con, ALL_ROWS[rid], NO_THRESHOLD.get(rid, {}), t.captured) for rid in CHECKED}

@@ -1,7 +1,7 @@
 """The batch result cache: a finished analysis, keyed by what determines it.
 
 The key covers the input's content (database.content_key: the SHA-256 of all its bytes, plus the
-ingest SQL), its path (the report names it), the rules with their parameters, the output format
+ingest SQL and the settings the ingest reads), its path (the report names it), the rules with their parameters, the changed settings, the output format
 and the code (report_cache.code_fingerprint: the version and the analysis sources). A re-run of a
 folder therefore redoes only new or changed exports. An entry is served only when it still
 matches its checksum (cache_files.py). Errors are not cached: a file that failed is tried again
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from nsys_diagnose.batch.work import Job, Outcome
 from nsys_diagnose.errors import DiagnoseError
+from nsys_diagnose.ingest import settings
 from nsys_diagnose.ingest.cache_files import read_entry, warn, write_entry
 from nsys_diagnose.ingest.database import content_key, default_cache_dir
 from nsys_diagnose.report_cache import code_fingerprint, rules_fingerprint
@@ -28,11 +29,14 @@ def result_key(job: Job) -> str | None:
     """None when the input cannot be read (a pipe, a device, gone, changing): the worker will
     report why. The content is read without blocking (files.open_regular)."""
     try:
-        content = content_key(Path(job.path), Path(job.cache_dir) if job.cache_dir else default_cache_dir())
+        content = content_key(Path(job.path), Path(job.cache_dir) if job.cache_dir else default_cache_dir(),
+                              job.settings)
     except (OSError, DiagnoseError):
         return None
     parts = [RESULT_FORMAT, code_fingerprint(), content, job.path, job.fmt, job.reader,
              sorted(job.select) if job.select else None, job.overrides, rules_fingerprint(job.rules)]
+    if changed := settings.changes(job.settings):  # none: the default run's key
+        parts.append(changed)
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

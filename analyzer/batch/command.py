@@ -81,7 +81,7 @@ def run_batch(paths, *, output: Path | None, fmt: str, rules: dict[str, Rule],
               overrides: dict[str, dict[str, Any]], select: list[str] | None, fail_on: str,
               use_cache: bool, cache_dir: Path | None, reader: str, workers: int | None,
               executor: str = "local", scheduler: str | None = None, progress_mode: str = "auto",
-              work: Work = analyze_job) -> int:
+              work: Work = analyze_job, settings: dict[str, int | float] | None = None) -> int:
     started = time.perf_counter()
     out_dir = Path(output) if output else DEFAULT_OUTPUT
     if executor == "dask":
@@ -104,7 +104,7 @@ def run_batch(paths, *, output: Path | None, fmt: str, rules: dict[str, Rule],
     use_cache = use_cache and trusted_folder(cache_dir or default_cache_dir())
     cache = ResultCache(cache_dir) if use_cache else None
     jobs = [Job(str(f.path), f.name, fmt, rules, overrides, tuple(select) if select else None, use_cache,
-                str(cache_dir) if cache_dir else None, reader) for f in found if not f.skip_reason]
+                str(cache_dir) if cache_dir else None, reader, dict(settings or {})) for f in found if not f.skip_reason]
     keys = {j.name: result_key(j) for j in jobs} if cache else {}
     finished: list[tuple[Outcome, str | None, str | None]] = []
     done_before = [c for j in jobs if cache and (c := cache.get(keys[j.name], j))]

@@ -37,6 +37,7 @@ class Job:
     use_cache: bool = True         # the ingest cache of open_trace
     cache_dir: str | None = None
     reader: str = "auto"
+    settings: dict[str, int | float] = field(default_factory=dict)  # the analysis's settings changed (checked)
 
 
 @dataclass
@@ -73,9 +74,10 @@ def analyze_job(job: Job) -> Outcome:
     try:
         def run(trace):
             return (report_from_trace(trace, job.rules, job.overrides, list(job.select) if job.select else None,
-                                      timeline=needs_timeline(job.fmt)), trace_facts(trace.con))
+                                      timeline=needs_timeline(job.fmt), settings=job.settings), trace_facts(trace.con))
         report, facts = with_trace(job.path, run, use_cache=job.use_cache,
-                                   cache_dir=Path(job.cache_dir) if job.cache_dir else None, reader=job.reader)
+                                   cache_dir=Path(job.cache_dir) if job.cache_dir else None, reader=job.reader,
+                                   settings=job.settings)
         json_text = json_report.render(report)
         text = None if job.fmt == "json" else renderer(job.fmt)(report)
     except InputError as e:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from nsys_diagnose.compare.verdict import (
 )
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import Report, Rule
-from nsys_diagnose.ingest import settings
+from nsys_diagnose.engine.params import checked_settings
 from nsys_diagnose.ingest.cache_files import private_tempdir
 from nsys_diagnose.ingest.database import with_trace
+from nsys_diagnose.ingest.settings import SettingValues
+from nsys_diagnose.ingest.settings import value as setting
 from nsys_diagnose.units import duration
 
 VERDICTS = ("improved", "regressed", "no-change", "not-comparable", "inconclusive")
@@ -67,12 +70,16 @@ class Comparison:
 
 def compare(before: str | os.PathLike, after: str | os.PathLike, *, settings: Settings = Settings(),
             rules: dict[str, Rule] | None = None, overrides: dict[str, dict[str, Any]] | None = None,
-            use_cache: bool = True, cache_dir: Path | None = None, reader: str = "auto") -> Comparison:
+            use_cache: bool = True, cache_dir: Path | None = None, reader: str = "auto",
+            analysis_settings: Mapping[str, Any] | None = None) -> Comparison:
+    """`settings`: the comparison's statistics; `analysis_settings`: the analysis's settings
+    (`nsys-diagnose explain settings`) this run changes, both exports analyzed with them."""
     rules = rules if rules is not None else load_rules()
+    values = checked_settings(analysis_settings)
     if use_cache:
-        return _compare(Path(before), Path(after), settings, rules, overrides, cache_dir, reader)
+        return _compare(Path(before), Path(after), settings, rules, overrides, cache_dir, reader, values)
     with private_tempdir() as tmp:  # ingest each once, then drop (a killed run's: the next run's sweep)
-        return _compare(Path(before), Path(after), settings, rules, overrides, tmp, reader)
+        return _compare(Path(before), Path(after), settings, rules, overrides, tmp, reader, values)
 
 
 @dataclass
@@ -87,8 +94,8 @@ class _Side:
     steady: dict
 
 
-def _measure(path: Path, rules, overrides, cache_dir, reader) -> _Side:
-    report = analyze(path, rules=rules, overrides=overrides, cache_dir=cache_dir, reader=reader)
+def _measure(path: Path, rules, overrides, cache_dir, reader, values) -> _Side:
+    report = analyze(path, rules=rules, overrides=overrides, cache_dir=cache_dir, reader=reader, settings=values)
 
     def measure(trace) -> _Side:
         con = trace.con
@@ -96,7 +103,7 @@ def _measure(path: Path, rules, overrides, cache_dir, reader) -> _Side:
         usage = deltas.usage_by_step(con, series)
         return _Side(report, preflight.collect(con), series, usage, deltas.usage_whole_run(con),
                      deltas.steady_metrics(con, series, usage))
-    return with_trace(path, measure, cache_dir=cache_dir, reader=reader)
+    return with_trace(path, measure, cache_dir=cache_dir, reader=reader, settings=values)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -106,9 +113,9 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir, reader) -> Comparison:
-    side_a = _measure(pa, rules, overrides, cache_dir, reader)
-    side_b = side_a if _same_file(pa, pb) else _measure(pb, rules, overrides, cache_dir, reader)
+def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir, reader, values) -> Comparison:
+    side_a = _measure(pa, rules, overrides, cache_dir, reader, values)
+    side_b = side_a if _same_file(pa, pb) else _measure(pb, rules, overrides, cache_dir, reader, values)
     ra, rb = side_a.report, side_b.report
     facts = [side_a.facts, side_b.facts]
     series = [side_a.series, side_b.series]
@@ -139,7 +146,7 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         if hides:
             notes.append(f"{side} runs its work as CUDA graph replays traced as a whole: the kernels inside them "
                          "are not traced one by one, so '[CUDA graph]' stands for them in the kernel deltas")
-    notes += _timeline_notes(timed)
+    notes += _timeline_notes(timed, values)
     if not pairs and not blocked:
         notes.append("no per-step times on both sides: kernel, API and NVTX deltas are whole-run totals, "
                      "and untested against noise")
@@ -150,7 +157,7 @@ def _compare(pa: Path, pb: Path, settings: Settings, rules, overrides, cache_dir
         verdict, effect = "inconclusive", None
     else:
         verdict, effect = overall(pairs)
-    drivers, offsets = _drivers(items, verdict, effect)
+    drivers, offsets = _drivers(items, verdict, effect, values)
     summary = _summary(verdict, effect, check, series, drivers, offsets, settings)
 
     pid_maps = _process_ranks(ra, rb, pairs)
@@ -181,7 +188,7 @@ def _unseen(pairs: list[StepComparison], ra: Report, rb: Report) -> None:
             p.reason = f"no change is seen, but {' and '.join(blind)}, so none can be ruled out"
 
 
-def _timeline_notes(timed: list[list[steps.StepSeries]]) -> list[str]:
+def _timeline_notes(timed: list[list[steps.StepSeries]], values: SettingValues) -> list[str]:
     """Say which timeline timed the steps where the choice matters."""
     out = []
     for side, series in zip(("BEFORE", "AFTER"), timed):
@@ -190,7 +197,7 @@ def _timeline_notes(timed: list[list[steps.StepSeries]]) -> list[str]:
             if x.timeline == "host":
                 out.append(f"{side} (pid {x.pid}): a step launched no GPU work, so its steps are timed between "
                            "the host's step starts")
-            elif gpu and host < (1 - settings.value("host_ahead")) * gpu:  # the host runs ahead
+            elif gpu and host < (1 - setting("host_ahead", values)) * gpu:  # the host runs ahead
                 out.append(f"{side} (pid {x.pid}): the host starts a step every {duration(host / x.timed)} on "
                            f"average, the GPU every {duration(gpu / x.timed)}: the host runs ahead of the GPU "
                            "(it queues steps), so the steps are timed between their first GPU operations")
@@ -207,14 +214,14 @@ def _run_info(path: Path, report: Report, series: list[steps.StepSeries]) -> Run
                           for s in series])
 
 
-def _drivers(items: list[deltas.ItemDelta], verdict: str, effect: StepComparison | None):
+def _drivers(items: list[deltas.ItemDelta], verdict: str, effect: StepComparison | None, values: SettingValues):
     """The kernels, APIs, copies and graph replays that moved most in the verdict's direction
     (and the largest moves against it), each at least 5 % of the mean step time's change."""
     # a kernel hidden in graph replays did not move: the replays that hold it did
     movers = [d for d in items if d.kind != "nvtx" and d.status not in ("same", "uncertain", "hidden") and d.delta_ns]
     if verdict not in ("improved", "regressed") or effect is None:
         return movers[:3], []
-    floor = settings.value("driver_min_share") * abs(effect.delta_ns)  # a driver moved at least this
+    floor = setting("driver_min_share", values) * abs(effect.delta_ns)  # a driver moved at least this
     sign = -1 if verdict == "improved" else 1
     drivers = [d for d in movers if d.delta_ns * sign > 0 and abs(d.delta_ns) >= floor][:3]
     offsets = [d for d in movers if d.delta_ns * sign < 0 and abs(d.delta_ns) >= floor][:2]

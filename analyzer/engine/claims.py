@@ -18,6 +18,7 @@ from typing import Any
 
 from nsys_diagnose.engine.model import SEVERITY_RANK, BudgetRow, Finding, FindingSpec, Related, SteadyState
 from nsys_diagnose.ingest import settings
+from nsys_diagnose.ingest.settings import SettingValues
 from nsys_diagnose.units import duration, pct
 
 
@@ -72,7 +73,7 @@ def estimate(spec: FindingSpec, evidence: dict[str, Any], impact_ns: int | None)
     return impact_ns if spec.claims is not None and spec.claims.kind == "idle" else None
 
 
-def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[SteadyState]) -> None:
+def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[SteadyState], min_share_pct: float) -> None:
     s = _steady_of(f, steady)
     if s is None:
         return
@@ -85,7 +86,7 @@ def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[St
     if f.severity == "info":
         return
     share = 100 * (f.recoverable_ns if f.recoverable_ns is not None else ns) / s.window_ns
-    if share < settings.value("critical_path_min_pct"):  # a slice this small does not limit the step
+    if share < min_share_pct:  # a slice this small does not limit the step
         f.severity = "info"
         f.note = (f"At most {duration(f.recoverable_ns)} of it ({pct(share)} of the steady state) is on the "
                   "step's critical path.")
@@ -99,15 +100,18 @@ def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[St
                   "not the host, sets the pace.")
 
 
-def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyState]) -> list[Finding]:
-    """The findings bounded by the budget and merged by slice; unclaimed findings pass through."""
+def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyState],
+          values: SettingValues | None = None) -> list[Finding]:
+    """The findings bounded by the budget and merged by slice; unclaimed findings pass through.
+    `values`: the run's settings (critical_path_min_pct)."""
+    min_share_pct = settings.value("critical_path_min_pct", values)
     claimed = [f for f in findings if f.claims is not None and f.evidence.get("pid") is not None]
     others = [f for f in findings if f not in claimed]
     # each finding's slice, once: bounded by it here, merged by the rows it shares below
     slices: dict[int, dict[tuple, int]] = {}
     for f in claimed:
         rows, place = _slice(f, budget)
-        _bound(f, rows, place, steady)
+        _bound(f, rows, place, steady, min_share_pct)
         slices[id(f)] = {(r.device_id, r.pid, r.kind, r.cause, r.place): r.ns for r in rows}
     # who speaks for a slice: a warning, the one with the most time; then a note (a merged
     # warning raises it), the narrowest first: fewest causes, a rule's own cause before one

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import decimal
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from nsys_diagnose.engine.model import Param, Rule
 from nsys_diagnose.errors import UsageError
+from nsys_diagnose.ingest import settings
 
 INT64 = (-(2**63), 2**63 - 1)
 NON_NEGATIVE_UNITS = {"ns", "bytes", "bytes/s", "count", "ratio", "s", "ms", "us"}
@@ -125,6 +127,11 @@ def check_default(spec: Param) -> str | None:
     return None
 
 
+def is_setting(pair: str) -> bool:
+    """A --set of a setting (NAME=VALUE) rather than of a rule parameter (ID.PARAM=VALUE)."""
+    return "." not in pair.partition("=")[0]
+
+
 def parse_overrides(pairs: list[str] | tuple[str, ...], rules: dict[str, Rule]) -> dict[str, dict[str, Any]]:
     """`ID.PARAM=VALUE` strings -> {rule id: {param: typed value}}; unknown names are usage errors."""
     out: dict[str, dict[str, Any]] = {}
@@ -148,3 +155,43 @@ def declared(rules: dict[str, Rule], rule_id: str, param: str, context: str) -> 
         known = ", ".join(rules[rule_id].params) or "none"
         raise UsageError(f"{context}: rule '{rule_id}' has no parameter '{param}' (has: {known})")
     return spec
+
+
+# The analysis's settings (ingest/sql/settings.sql) are set as rule parameters are, by name
+# without a rule id (--set NAME=VALUE, [tool.nsys-diagnose.settings], the API's settings=), and
+# checked the same way, from their declared type, unit and range.
+
+def setting_spec(name: str, context: str) -> Param:
+    """The setting `name` declared as a rule parameter is, for the same checks; a usage error
+    naming `context` when there is no such setting."""
+    row = settings.declared().get(name)
+    if row is None:
+        raise UsageError(f"{context}: no setting '{name[:60]}' (`nsys-diagnose explain settings` lists them; "
+                         "a rule's parameter is RULE.PARAM)")
+    return Param(type=row["type"], default=settings.default(name), unit=row["unit"], why=row["why"],
+                 min=row["min"], max=row["max"])
+
+
+def parse_settings(pairs: list[str] | tuple[str, ...]) -> dict[str, int | float]:
+    """`NAME=VALUE` strings (--set without a rule id) -> {setting: typed value}."""
+    out: dict[str, int | float] = {}
+    for pair in pairs:
+        name, eq, raw = pair.partition("=")
+        shown = pair if len(pair) <= 120 else pair[:117] + "..."
+        if not eq:
+            raise UsageError(f"--set {shown!r}: expected ID.PARAM=VALUE (a rule parameter) or NAME=VALUE (a setting)")
+        out[name.strip()] = convert(raw, setting_spec(name.strip(), f"--set {shown!r}"), pair)
+    return out
+
+
+def checked_settings(values: Mapping[str, Any] | None, origin: str = "settings") -> dict[str, int | float]:
+    """Settings given typed (TOML, Python) or as text, each checked as --set checks it; a usage
+    error naming `origin` and the setting at the first that is not valid."""
+    out: dict[str, int | float] = {}
+    for name, value in (values or {}).items():
+        context = f"{origin} {str(name)[:60]!r}"
+        spec = setting_spec(str(name), context)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise UsageError(f"{context}: {type(value).__name__} is not a valid {spec.type}")
+        out[str(name)] = typed(value, spec, context)
+    return out

@@ -26,7 +26,9 @@ import duckdb
 from nsys_diagnose.errors import InputError, NoSpaceError, UsageError, is_no_space
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
 from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
+from nsys_diagnose.ingest import settings as analysis_settings
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
+from nsys_diagnose.ingest.settings import SettingValues
 from nsys_diagnose.text import printable
 
 CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
@@ -185,15 +187,18 @@ def check_input(path: Path) -> None:
                                "or export it again")
 
 
-def content_key(path: Path, cache_dir: Path | None = None) -> str:
+def content_key(path: Path, cache_dir: Path | None = None, settings: SettingValues | None = None) -> str:
     """The ingest cache's key of the export: the SHA-256 of all its bytes (remembered in the
-    cache folder by its stat identity: identity.py) and of the ingest SQL."""
-    return _content(path, cache_dir)[0]
+    cache folder by its stat identity: identity.py), of the ingest SQL and of the changed values
+    of the settings the ingest reads (none: the default run's key)."""
+    return _content(path, cache_dir, settings)[0]
 
 
-def _content(path: Path, cache_dir: Path | None) -> tuple[str, identity.Content]:
+def _content(path: Path, cache_dir: Path | None, settings: SettingValues | None = None) -> tuple[str, identity.Content]:
     content = identity.identify(path, (cache_dir or default_cache_dir()) / "ids")
-    key = hashlib.sha256(f"{_ingest_fingerprint()}|{content.sha256}".encode()).hexdigest()[:32]
+    changed = analysis_settings.ingest_changes(settings)
+    tuned = f"|{json.dumps(changed, sort_keys=True)}" if changed else ""
+    key = hashlib.sha256(f"{_ingest_fingerprint()}|{content.sha256}{tuned}".encode()).hexdigest()[:32]
     return key, content
 
 
@@ -235,19 +240,43 @@ def _ingest_fingerprint() -> str:
 
 
 def build(path: Path, out: Path, reader_kind: str = "auto",
-          modules: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
+          modules: tuple[str, ...] | None = None, settings: SettingValues | None = None) -> tuple[str, list[str]]:
     """Ingest `path` into a new DuckDB file `out`, running the SQL modules `modules` (all when
-    None) and those they include. Returns (reader used, source tables present)."""
+    None) and those they include, with the settings' values changed as `settings` says.
+    Returns (reader used, source tables present)."""
     try:
-        return _build(path, out, reader_kind, memory_limit(), modules=modules)
+        return _build(path, out, reader_kind, memory_limit(), modules=modules, settings=settings)
     except duckdb.OutOfMemoryException:
         for leftover in (out, Path(str(out) + ".wal")):
             leftover.unlink(missing_ok=True)
-        return _build(path, out, reader_kind, RETRY_MEMORY_LIMIT, last_try=True, modules=modules)
+        return _build(path, out, reader_kind, RETRY_MEMORY_LIMIT, last_try=True, modules=modules, settings=settings)
+
+
+def _statements_of(modules: tuple[str, ...] | None,
+                   settings: SettingValues | None) -> list[tuple[str, str | None, dict | None]]:
+    """The ingest's statements, (module, SQL, None), in the order they run; right after the
+    settings module's, (module, None, {setting: value}) for the settings the run changes, which
+    the ingest writes over their rows (_set_values), so the SQL that reads a setting reads it."""
+    out: list[tuple[str, str | None, dict | None]] = []
+    changed = analysis_settings.ingest_changes(settings)
+    for name, text in _sql_files(modules):
+        module = name.removesuffix(".sql")
+        out += [(module, stmt, None) for stmt in _statements(text)]
+        if module == "settings" and changed:
+            out.append((module, None, changed))
+    return out
+
+
+def _set_values(con: duckdb.DuckDBPyConnection, changed: dict[str, int | float]) -> None:
+    """Each changed setting's value over its row of `settings`, as constants (checked values of
+    declared settings; nothing is pasted into SQL)."""
+    for name, value in changed.items():
+        con.table("settings").update({"value": duckdb.ConstantExpression(float(value))},
+                                     condition=duckdb.ColumnExpression("name") == duckdb.ConstantExpression(name))
 
 
 def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try: bool = False,
-           modules: tuple[str, ...] | None = None) -> tuple[str, list[str]]:
+           modules: tuple[str, ...] | None = None, settings: SettingValues | None = None) -> tuple[str, list[str]]:
     tables = discover(path)
     if not any(t in tables for t in schema.NSYS_MARKERS) and not any(t.startswith("CUPTI_") for t in tables):
         raise InputError(path, "is SQLite but not an nsys export (no nsys tables such as StringIds or CUPTI_ACTIVITY_KIND_*)")
@@ -282,10 +311,12 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         one_transaction = path.stat().st_size < SMALL_EXPORT_BYTES
         if one_transaction:
             con.begin()
-        statements = [(name.removesuffix(".sql"), stmt) for name, text in _sql_files(modules)
-                      for stmt in _statements(text)]
+        statements = _statements_of(modules, settings)
         done = None
-        for i, (name, stmt) in enumerate(statements, 1):
+        for i, (name, stmt, changed) in enumerate(statements, 1):
+            if stmt is None:  # the settings this run changes
+                _set_values(con, changed)
+                continue
             built = _BUILDS.match(stmt)
             if built:
                 progress.stage(f"ingest {name}: {built[1]} ({i}/{len(statements)})", *done or (None, None))
@@ -438,8 +469,8 @@ def _open_cached(db: Path) -> tuple[duckdb.DuckDBPyConnection, tuple] | None:
         return None
 
 
-def _open_or_build(db: Path, export: Path, reader: str,
-                   content: identity.Content) -> tuple[duckdb.DuckDBPyConnection, tuple, bool]:
+def _open_or_build(db: Path, export: Path, reader: str, content: identity.Content,
+                   settings: SettingValues | None) -> tuple[duckdb.DuckDBPyConnection, tuple, bool]:
     """The cache database `db` of `export`, ingested first if absent: (connection, tables, cached)."""
     if (opened := _open_cached(db)) is not None:
         return *opened, True
@@ -451,7 +482,7 @@ def _open_or_build(db: Path, export: Path, reader: str,
         cache_files.sweep(db.parent, held=db.stem)
         tmp = cache_files.build_name(db)
         try:
-            build(export, tmp, reader)
+            build(export, tmp, reader, settings=settings)
             if not identity.still_holds(export, content):  # the key would name other bytes
                 raise InputError(export, "changed while it was being read (is it still being written?); "
                                          "run again once it is complete")
@@ -485,15 +516,19 @@ def with_trace(path: str | os.PathLike, run: Callable[[Trace], T], **options) ->
 
 
 def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Path | None = None,
-               reader: str = "auto", tables: set[str] | frozenset[str] | None = None) -> Trace:
+               reader: str = "auto", tables: set[str] | frozenset[str] | None = None,
+               settings: SettingValues | None = None) -> Trace:
     """The export opened over its normalized tables. `tables`: the library's tables and macros
     the caller reads (None: all). Without the cache the ingest runs only the SQL modules that
-    make them; a cache file holds every module's tables, since it serves every later run."""
+    make them; a cache file holds every module's tables, since it serves every later run.
+    `settings`: the run's setting values (checked, engine/params.py); those the ingest reads are
+    in the cache key."""
     p = Path(path)
     modules = None if use_cache else modules_for(tables)
     if nsysrep.is_report(p):  # export to SQLite with the user's nsys (cached), then read that
         with nsysrep.exported(p, (cache_dir or default_cache_dir()) if use_cache else None) as sqlite:
-            trace = open_trace(sqlite, use_cache=use_cache, cache_dir=cache_dir, reader=reader, tables=tables)
+            trace = open_trace(sqlite, use_cache=use_cache, cache_dir=cache_dir, reader=reader, tables=tables,
+                               settings=settings)
         trace.report = p
         return trace
     check_input(p)
@@ -507,10 +542,10 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
         except OSError:
             use_cache = False
     if use_cache:
-        key, content = _content(p, cache_dir)
+        key, content = _content(p, cache_dir, settings)
         db = cache_dir / f"{key}.duckdb"
         try:
-            con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, content)
+            con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, content, settings)
             return Trace(p, con, captured, used, from_cache, sources, db=db if from_cache else None)
         except (NoSpaceError, OSError) as e:
             if not is_no_space(e) and not isinstance(e, NoSpaceError):
@@ -520,7 +555,7 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
     # No cache: a private folder, removed on close (or by a later run's sweep, if this one is killed)
     folder = cache_files.TempFolder()
     try:
-        build(p, folder.path / "trace.duckdb", reader, modules)
+        build(p, folder.path / "trace.duckdb", reader, modules, settings)
         con = _open_readonly(folder.path / "trace.duckdb")
         captured, used, sources = _tables_of(con)
     except BaseException:

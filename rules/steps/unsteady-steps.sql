@@ -1,4 +1,4 @@
--- One row per process with at least min_steps timed steps in its steady state: how alike its
+-- One row per process with at least min_loop_steps timed steps in its steady state: how alike its
 -- steps are (kernel sets, shapes, launches, periods) and, where some do not repeat the usual
 -- step and take longer (step_churn), which steps, why (the mechanism of most of their time) and
 -- how much: their time beyond the usual step, and the budget's 'step churn' slice.
@@ -57,7 +57,7 @@ rows AS (
                / nullif(w.window_ns, 0), 2) AS churn_pct
   FROM likeness l JOIN churn c USING (pid) JOIN ss w USING (pid)
   LEFT JOIN mech m USING (pid) LEFT JOIN slice s USING (pid) LEFT JOIN searched q USING (pid)
-  WHERE l.steps >= (SELECT value FROM phase_settings WHERE name = 'min_steps'))
+  WHERE l.steps >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps'))
 SELECT *,
        CASE WHEN alike_by IS NULL OR (alike_by = 'kernels' AND churn_ns IS NULL)
             THEN 'no two of them run the same kernels with the same shapes'

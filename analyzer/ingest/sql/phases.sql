@@ -2,8 +2,9 @@
 
 -- Phases of a run: the NVTX stack, training steps, and the steady-state window per process.
 -- Ingest SQL takes no CLI parameters, so the knobs are data: the step-name patterns below
--- (step_patterns), the thresholds in settings.sql (phase_settings). To change one, edit its row
--- (the cache key hashes these files, so every export is re-ingested with the new values).
+-- (step_patterns), the thresholds in settings.sql (phase_settings; a run sets them with --set
+-- NAME=VALUE). To change a default, edit its row (the cache key hashes these files, so every
+-- export is re-ingested with the new values).
 
 -- One row per NVTX range name pattern that marks one training/iteration step (ILIKE,
 -- case-insensitive). Lower priority wins when a process has several kinds. Suffix patterns such
@@ -116,7 +117,7 @@ grouped AS (
          arg_min(name, start_ns) AS first_name
   FROM hits GROUP BY pid, tid, global_tid, priority, coalesce(depth, 0))
 SELECT *, row_number() OVER (PARTITION BY pid ORDER BY priority, n DESC, depth, tid) AS choice
-FROM grouped WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_steps');
+FROM grouped WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps');
 
 CREATE TABLE named_steps AS
 SELECT t.pid, t.tid, t.name, t.start_ns, t.end_ns
@@ -135,7 +136,7 @@ WITH names AS (
   FROM nvtx_tree WHERE depth IS NOT NULL
     AND pid NOT IN (SELECT pid FROM named_steps)
   GROUP BY pid, tid, global_tid, depth, name
-  HAVING count(*) >= (SELECT value FROM phase_settings WHERE name = 'min_steps')),
+  HAVING count(*) >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')),
 levels AS (
   SELECT pid, tid, global_tid, depth, max(n) AS k, sum(n) AS ranges,
          row_number() OVER (PARTITION BY pid ORDER BY depth, max(n) DESC, sum(n) DESC, tid) AS choice
@@ -177,7 +178,7 @@ scored AS (
   FROM spaced GROUP BY pid, marker),
 best AS (
   SELECT *, row_number() OVER (PARTITION BY pid ORDER BY cv, n DESC, marker) AS choice FROM scored
-  WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_steps')
+  WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
     AND mean_period >= (SELECT value FROM phase_settings WHERE name = 'min_period_ns')
     AND cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv'))
 SELECT m.pid, m.tid, m.marker AS name, m.start_ns,
@@ -275,7 +276,7 @@ SELECT c.pid, c.start_ns, c.end_ns, c.start_ns - a.first_ns AS startup_ns, c.met
 FROM chosen c JOIN activity a USING (pid);
 
 -- One row per process with GPU work whose steady state was not found from steps, though it has
--- NVTX ranges named like steps (step_patterns), fewer than min_steps: too few to make a loop, so
+-- NVTX ranges named like steps (step_patterns), fewer than min_loop_steps: too few to make a loop, so
 -- the capture stops before its steady state (the report's coverage, gap startup-only). Only such
 -- processes' ranges are read: usually there are none.
 -- sources: NVTX_EVENTS, CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
@@ -290,7 +291,7 @@ stepish AS (SELECT n.name FROM (SELECT DISTINCT name FROM ranges) n
 SELECT r.pid, count(*) AS step_ranges, min(r.name) AS name
 FROM ranges r JOIN stepish USING (name)
 GROUP BY r.pid
-HAVING count(*) < (SELECT value FROM phase_settings WHERE name = 'min_steps')
+HAVING count(*) < (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
 ORDER BY r.pid;
 
 -- Intermediates live in the database file, not in memory (temporary tables do not spill

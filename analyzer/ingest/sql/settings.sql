@@ -4,9 +4,11 @@
 -- fields a rule's parameter has (type, unit, range, why). The ingest reads those of the phases and
 -- the budget through phase_settings (phases.sql) and budget_settings (budget.sql), filled from
 -- here; Python reads the others (ingest/settings.py); `nsys-diagnose explain settings` lists them
--- all. A name is unique among the settings and the rules' parameters (tests/test_settings.py), so
--- a name says which knob it is. To change one, edit its row: the cache key hashes this file, so
--- every export is ingested again with the new value.
+-- all. A name is unique among the settings, the rules' parameters and compare's options
+-- (tests/test_settings.py), so a name says which knob it is. A run changes one with
+-- `--set NAME=VALUE` or [tool.nsys-diagnose.settings]: the ingest writes the checked value over its
+-- row right after this module (ingest/database.py), and the cache keys hold it. To change the
+-- default, edit its row: the cache key hashes this file, so every export is ingested again.
 
 -- One row per setting.
 -- sources: always
@@ -22,7 +24,7 @@
 CREATE TABLE settings(name VARCHAR, value DOUBLE, type VARCHAR, unit VARCHAR, min DOUBLE, max DOUBLE,
                       read_by VARCHAR, why VARCHAR);
 INSERT INTO settings VALUES
-  ('min_steps', 3, 'int', 'count', 2, NULL, 'phase_settings',
+  ('min_loop_steps', 3, 'int', 'count', 2, NULL, 'phase_settings',
    'Fewest repetitions that make a loop: fewer is set-up code, not a loop.'),
   ('min_period_ns', 1000000, 'int', 'ns', 0, NULL, 'phase_settings',
    'Shortest step a marker kernel or sync may define: faster repeats are kernels inside one step, not steps.'),
