@@ -166,7 +166,7 @@ def stage_lines(st: dict, label: str) -> list[str]:
         total = sum(t for _, t in st["per_statement"].values())
         lines.append(f"\n| the ten costliest ingest statements (of {len(st['per_statement'])}, "
                      f"{total:.2f} s in all) | runs | s | share |\n|---|---|---|---|")
-        lines += [f"| {name} | {n} | {sec:.2f} | {100 * sec / total:.0f} % |" for name, (n, sec) in top]
+        lines += [f"| {name} | {n} | {sec:.2f} | {100 * sec / total:.0f} % |" for name, (n, sec, *_) in top]
     return lines
 
 

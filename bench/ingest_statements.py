@@ -7,7 +7,8 @@
 The first form times, in one process: the floor (one DuckDB scan of the source tables and columns
 the ingest reads, copied into a fresh .duckdb file, as bench/benchmark.py's floor) and a cold
 ingest (`database.build`, no rules), each ingest statement labelled by its SQL file and what it
-makes ("idle_gaps: CREATE TABLE gap_states", its runs summed). The second form reads two such
+makes ("idle_gaps: CREATE TABLE gap_states", its runs summed), in wall and CPU seconds (user + sys
+of the whole process, all DuckDB threads: the steadier figure on a shared machine). The second form reads two such
 files (say 1e6 and 1e7 kernels) and prints the costliest statements at the larger size with their
 growth; issue 31 asks that none grows faster than 12x from 1e6 to 1e7. bench/benchmark.py uses
 `floor_copy` and `time_statements` from here for its floor and its stage runs.
@@ -52,7 +53,7 @@ def floor_copy(path: Path, work: Path) -> None:
 
 def time_statements(per_file: dict[str, float], per_statement: dict[str, list]) -> None:
     """From now on, the ingest's connections charge each of its statements' wall time to its SQL
-    file (per_file) and to the statement (per_statement: label -> [runs, seconds])."""
+    file (per_file) and to the statement (per_statement: label -> [runs, seconds, CPU seconds])."""
     import duckdb
     from nsys_diagnose.ingest import database as D
     owner = {s: name for name, text in D._sql_files() for s in D._statements(text)}
@@ -66,16 +67,17 @@ def time_statements(per_file: dict[str, float], per_statement: dict[str, list]) 
         def __getattr__(self, name): return getattr(self._con, name)
 
         def execute(self, sql, *args):
-            s = time.perf_counter()
+            s, c = time.perf_counter(), _cpu()
             try:
                 return self._con.execute(sql, *args)
             finally:
                 if sql in owner:
                     took = time.perf_counter() - s
                     per_file[owner[sql]] = per_file.get(owner[sql], 0) + took
-                    runs = per_statement.setdefault(label(sql), [0, 0.0])
+                    runs = per_statement.setdefault(label(sql), [0, 0.0, 0.0])
                     runs[0] += 1
                     runs[1] += took
+                    runs[2] += _cpu() - c
 
     connect = duckdb.connect
     D.duckdb.connect = lambda *a, **k: Timed(connect(*a, **k)) if not k.get("read_only") else connect(*a, **k)
@@ -106,18 +108,23 @@ def measure(path: Path) -> dict:
 
 
 def growth(small: dict, large: dict, top: int = 15) -> list[str]:
-    a, b = small["per_statement"], large["per_statement"]
-    total_a, total_b = sum(t for _, t in a.values()), sum(t for _, t in b.values())
-    lines = [f"| statement | {Path(small['export']).name} s | {Path(large['export']).name} s | growth |",
+    """The costliest statements at the larger size and their growth, by CPU seconds where both
+    files hold them (a loaded machine's wall time moves with the load), else by wall seconds."""
+    col = 2 if all(len(v) > 2 for d in (small, large) for v in d["per_statement"].values()) else 1
+    unit = "CPU s" if col == 2 else "s"
+    a = {k: v[col] for k, v in small["per_statement"].items()}
+    b = {k: v[col] for k, v in large["per_statement"].items()}
+    total_a, total_b = sum(a.values()), sum(b.values())
+    lines = [f"| statement | {Path(small['export']).name} {unit} | {Path(large['export']).name} {unit} | growth |",
              "|---|---|---|---|"]
-    for name, (_, sec) in sorted(b.items(), key=lambda kv: -kv[1][1])[:top]:
-        base = a.get(name, [0, 0.0])[1]
+    for name, sec in sorted(b.items(), key=lambda kv: -kv[1])[:top]:
+        base = a.get(name, 0.0)
         lines.append(f"| {name} | {base:.2f} | {sec:.2f} | {sec / base:.1f}x |" if base else f"| {name} | - | {sec:.2f} | - |")
     lines.append(f"| all {len(b)} statements | {total_a:.1f} | {total_b:.1f} | {total_b / total_a:.1f}x |")
-    over = sorted((name, a[name][1], sec) for name, (_, sec) in b.items()
-                  if sec >= 0.3 and a.get(name, [0, 0.0])[1] > 0 and sec / a[name][1] > GROWTH_LIMIT)
-    lines.append(f"\nover {GROWTH_LIMIT:.0f}x (of those taking 0.3 s or more at the larger size): "
-                 + (", ".join(f"{n} {x:.2f} -> {y:.2f} s ({y / x:.0f}x)" for n, x, y in over) or "none"))
+    over = sorted((name, a[name], sec) for name, sec in b.items()
+                  if sec >= 0.3 and a.get(name, 0.0) > 0 and sec / a[name] > GROWTH_LIMIT)
+    lines.append(f"\nover {GROWTH_LIMIT:.0f}x (of those taking 0.3 {unit} or more at the larger size): "
+                 + (", ".join(f"{n} {x:.2f} -> {y:.2f} {unit} ({y / x:.0f}x)" for n, x, y in over) or "none"))
     return lines
 
 

@@ -263,29 +263,44 @@ waits AS (
 parts AS (
   SELECT * REPLACE (waited_ns * (1 - churn) AS waited_ns),
          (ns - waited_ns) * (1 - churn) / nullif(gap_ns, 0)::DOUBLE AS scale FROM waits),
--- One list of (cause, place, part, scale) per run, unnested: not a union over the runs (each
--- branch would scan them again), nor a LATERAL VALUES (planned as a join back on every column).
--- A state's part of the gap is scaled to the run's time beyond the sync's share.
+-- Each state's part of the gap, scaled to the run's time beyond the sync's share, summed over
+-- the runs of a (device, process, place) that give it the same cause (positive parts only), then
+-- one list of (cause, ns) per such group unnested: the few groups, not the runs, are unnested
+-- (ten list items a run cost more than the joins).
+sums AS (
+  SELECT device_id, pid, nvtx_range AS place, dispatch, gap_ns IS NULL AS no_gap,
+         CASE WHEN short_gap THEN issue_cause ELSE 'other CUDA calls' END AS api_cause,
+         CASE WHEN short_gap THEN issue_cause WHEN nvtx_range IS NULL THEN 'untraced host code' ELSE 'host code' END AS host_cause,
+         sum(ns::DOUBLE) FILTER (WHERE ns > 0) AS run_ns,
+         sum(ns * churn) FILTER (WHERE ns * churn > 0) AS churn_ns,
+         sum(waited_ns::DOUBLE) FILTER (WHERE waited_ns > 0) AS waited_ns,
+         sum(sync_ns * scale) FILTER (WHERE sync_ns * scale > 0) AS sync_ns,
+         sum(copy_ns * scale) FILTER (WHERE copy_ns * scale > 0) AS copy_ns,
+         sum(launch_ns * scale) FILTER (WHERE launch_ns * scale > 0) AS launch_ns,
+         sum(allocation_ns * scale) FILTER (WHERE allocation_ns * scale > 0) AS allocation_ns,
+         sum(module_ns * scale) FILTER (WHERE module_ns * scale > 0) AS module_ns,
+         sum(api_ns * scale) FILTER (WHERE api_ns * scale > 0) AS api_ns,
+         sum(osrt_ns * scale) FILTER (WHERE osrt_ns * scale > 0) AS osrt_ns,
+         sum(host_ns * scale) FILTER (WHERE host_ns * scale > 0) AS host_ns
+  FROM parts GROUP BY ALL),
 rows AS (
-  SELECT device_id, pid, item.cause, item.place, item.part * item.scale AS ns FROM (
-    SELECT device_id, pid, unnest(CASE
-      WHEN dispatch THEN [{'cause': 'dispatch', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
-      WHEN gap_ns IS NULL THEN [{'cause': 'no GPU work queued', 'place': NULL::VARCHAR, 'part': ns, 'scale': 1.0::DOUBLE}]
+  SELECT device_id, pid, item.cause, CASE WHEN item.placed THEN place END AS place, item.ns FROM (
+    SELECT device_id, pid, place, unnest(CASE
+      WHEN dispatch THEN [{'cause': 'dispatch', 'placed': false, 'ns': run_ns}]
+      WHEN no_gap THEN [{'cause': 'no GPU work queued', 'placed': false, 'ns': run_ns}]
       ELSE [
-        {'cause': 'step churn', 'place': nvtx_range, 'part': ns, 'scale': churn},
-        {'cause': 'sync', 'place': nvtx_range, 'part': waited_ns, 'scale': 1.0::DOUBLE},
-        {'cause': 'sync', 'place': nvtx_range, 'part': sync_ns, 'scale': scale},
-        {'cause': 'copy', 'place': nvtx_range, 'part': copy_ns, 'scale': scale},
-        {'cause': 'launch', 'place': nvtx_range, 'part': launch_ns, 'scale': scale},
-        {'cause': 'allocation', 'place': nvtx_range, 'part': allocation_ns, 'scale': scale},
-        {'cause': 'module loading', 'place': nvtx_range, 'part': module_ns, 'scale': scale},
-        {'cause': CASE WHEN short_gap THEN issue_cause ELSE 'other CUDA calls' END, 'place': nvtx_range,
-         'part': api_ns, 'scale': scale},
-        {'cause': 'OS wait', 'place': nvtx_range, 'part': osrt_ns, 'scale': scale},
-        {'cause': CASE WHEN short_gap THEN issue_cause WHEN nvtx_range IS NULL THEN 'untraced host code'
-                       ELSE 'host code' END, 'place': nvtx_range, 'part': host_ns, 'scale': scale}] END) AS item
-    FROM parts)
-  WHERE item.part * item.scale > 0
+        {'cause': 'step churn', 'placed': true, 'ns': churn_ns},
+        {'cause': 'sync', 'placed': true, 'ns': waited_ns},
+        {'cause': 'sync', 'placed': true, 'ns': sync_ns},
+        {'cause': 'copy', 'placed': true, 'ns': copy_ns},
+        {'cause': 'launch', 'placed': true, 'ns': launch_ns},
+        {'cause': 'allocation', 'placed': true, 'ns': allocation_ns},
+        {'cause': 'module loading', 'placed': true, 'ns': module_ns},
+        {'cause': api_cause, 'placed': true, 'ns': api_ns},
+        {'cause': 'OS wait', 'placed': true, 'ns': osrt_ns},
+        {'cause': host_cause, 'placed': true, 'ns': host_ns}] END) AS item
+    FROM sums)
+  WHERE item.ns > 0
 )
 SELECT device_id, pid, cause, place, sum(ns) AS ns FROM rows GROUP BY ALL;
 

@@ -1,11 +1,31 @@
 -- include: normalize, phases
 
--- The GPU operations of each step (see step_times), one ASOF pass shared by step_times and
+-- The GPU operations of each step (see step_times), one pass shared by step_times and
 -- step_profile: one row per (step, operation kind, name, launch shape), the grain both need.
 -- shape: a hash of a kernel's grid and block sizes (0 for other operations).
+-- Each operation takes the last step started at or before its time t (what an ASOF join gives),
+-- found without sorting the operations: a process's steps go into buckets of time (about four
+-- per step), each bucket holding the steps started in it and the last step before it, and an
+-- operation reads its bucket through a hash join (the few buckets are the build side, the
+-- operations stream through into the aggregate). An ASOF join sorted every operation with all
+-- its columns, which past the ingest's memory limit spilled and grew faster than the rows.
 CREATE TABLE step_ops AS
-WITH s AS (SELECT pid, step, start_ns FROM steps),
+WITH s AS (SELECT pid, step, start_ns FROM steps WHERE start_ns IS NOT NULL),
 clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
+widths AS (
+  SELECT pid, min(start_ns) AS t0, greatest((max(start_ns) - min(start_ns)) // (4 * count(*)), 1) AS w,
+         (max(start_ns) - min(start_ns)) // greatest((max(start_ns) - min(start_ns)) // (4 * count(*)), 1) AS last_b
+  FROM s GROUP BY pid),
+in_bucket AS (
+  SELECT s.pid, (s.start_ns - w.t0) // w.w AS b, list(s.start_ns ORDER BY s.start_ns, s.step) AS starts,
+         list(s.step ORDER BY s.start_ns, s.step) AS steps
+  FROM s JOIN widths w USING (pid) GROUP BY ALL),
+buckets AS MATERIALIZED (
+  SELECT w.pid, w.t0, w.w, w.last_b, g.b, i.starts, i.steps,
+         -- the last step started in an earlier bucket
+         last_value(i.steps[-1] IGNORE NULLS) OVER (PARTITION BY w.pid ORDER BY g.b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
+  FROM widths w CROSS JOIN LATERAL (SELECT unnest(range(0, w.last_b + 1)) AS b) g
+  LEFT JOIN in_bucket i ON i.pid = w.pid AND i.b = g.b),
 ops AS (
   SELECT k.pid, 'kernel'::label AS kind, k.name, hash(k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z) AS shape,
          k.start_ns, k.end_ns, k.duration_ns, CASE WHEN c.gpu_clock THEN k.start_ns ELSE k.launch_start_ns END AS t
@@ -17,10 +37,17 @@ ops AS (
         UNION ALL SELECT pid, 'memset'::label, '[memset]'::label, start_ns, end_ns, duration_ns, launch_start_ns FROM memsets
         UNION ALL SELECT pid, 'graph'::label, '[CUDA graph]'::label, start_ns, end_ns, duration_ns, launch_start_ns
         FROM graph_launches) g
-  JOIN clock c USING (pid))
-SELECT s.pid, s.step, o.kind, o.name, o.shape, count(*) AS n, sum(o.duration_ns::DOUBLE)::BIGINT AS ns,
-       min(o.start_ns) AS first_start_ns, max(o.end_ns) AS last_end_ns
-FROM ops o ASOF JOIN s ON o.pid = s.pid AND o.t >= s.start_ns
+  JOIN clock c USING (pid)),
+keyed AS (
+  SELECT o.*, least((o.t - w.t0) // w.w, w.last_b) AS bk
+  FROM ops o JOIN widths w ON w.pid = o.pid WHERE o.t >= w.t0),
+placed AS (
+  SELECT o.pid, o.kind, o.name, o.shape, o.start_ns, o.end_ns, o.duration_ns,
+         coalesce(b.steps[len(list_filter(b.starts, x -> x <= o.t))], b.prior) AS step
+  FROM keyed o JOIN buckets b ON b.pid = o.pid AND b.b = o.bk)
+SELECT pid, step, kind, name, shape, count(*) AS n, sum(duration_ns::DOUBLE)::BIGINT AS ns,
+       min(start_ns) AS first_start_ns, max(end_ns) AS last_end_ns
+FROM placed WHERE step IS NOT NULL
 GROUP BY ALL;
 
 -- One row per step on both timelines, the one definition that compare (compare/steps.py) and
