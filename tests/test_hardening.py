@@ -237,3 +237,53 @@ def test_a_rule_file_linked_out_of_its_folder_is_not_read(tmp_path, export):
     r = call_cli(export, "--rules", tmp_path / "rules")
     line = assert_one_line_error(r, "my-rule.sql", "symbolic link to a file outside its folder")
     assert "hunter2" not in line
+
+
+# -- memory: what user rules and scenarios may take ----------------------------------------------
+
+def test_a_rule_that_builds_a_2_gb_string_fails_alone(tmp_path):
+    """DuckDB's memory_limit does not cover strings built in an expression: this rule took 3.9 GB."""
+    from .test_output_bounds import report_with
+
+    text, seconds, _ = report_with(tmp_path, "huge-string", "SELECT length(repeat('x', 2000000000)) AS x")
+    rule = next(r for r in json.loads(text)["rules"] if r["id"] == "huge-string")
+    assert rule["status"] == "error" and "out of memory" in rule["reason"] and "MiB to the process" in rule["reason"]
+
+
+def test_a_doubling_recursive_query_stops_at_the_ceiling(tmp_path, monkeypatch):
+    """A recursive CTE that doubles a string took 4.2 GB; under a ceiling of 192 MiB it stops at once
+    (the suite's small budget; the full size is in bench/hostile_memory.py)."""
+    import resource
+
+    from nsys_diagnose.engine import runner
+    from nsys_diagnose.engine.catalog import load_rule
+    from nsys_diagnose.ingest.database import open_trace
+
+    from .test_output_bounds import EXPORT, user_rule
+
+    monkeypatch.setattr(runner, "RULES_HEADROOM_BYTES", 192 << 20)
+    doubling = load_rule(user_rule(tmp_path / "rules", "doubling", "WITH RECURSIVE t(n, s) AS (SELECT 1, 'x' UNION ALL "
+                                   "SELECT n + 1, s || s FROM t WHERE n < 32) SELECT max(length(s)) AS x FROM t"))
+    quick = load_rule(user_rule(tmp_path / "rules", "quick", "SELECT 1 AS x"))
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    trace = open_trace(EXPORT, cache_dir=tmp_path / "cache")
+    try:
+        failed, passed = runner.run_rules(trace.con, [doubling, quick], {}, trace.captured)
+    finally:
+        trace.close()
+    assert failed.status == "error" and "out of memory" in failed.reason, failed.reason
+    assert passed.status == "fired"
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before  # the ceiling is lifted after the rules
+
+
+def test_a_scenario_of_too_many_rows_is_refused_before_it_is_built(tmp_path):
+    folder = tmp_path / "rules" / "team"
+    shutil.copytree(Path(__file__).parent.parent / "rules" / "gpu", folder, ignore=shutil.ignore_patterns("_fixtures"))
+    scenarios = folder / "_fixtures" / "gpu-idle-gaps"
+    scenarios.mkdir(parents=True)
+    row = "{start: 1000, end: 2000, deviceId: 0, correlationId: 1, repeat: {n: 1000000, every_ns: 5000}}"
+    (scenarios / "fires-flood.yaml").write_text(
+        "description: forty rows at the repeat cap\ngiven:\n  CUPTI_ACTIVITY_KIND_KERNEL:\n"
+        + "".join(f"    - {row}\n" for _ in range(40)) + "expect: {status: fired}\n")
+    r = call_cli("test-rules", tmp_path / "rules", timeout=30)
+    assert r.returncode == 2 and "fires-flood.yaml" in r.stderr and "at most 1,000,000" in r.stderr, r.stderr
