@@ -287,3 +287,34 @@ def test_a_scenario_of_too_many_rows_is_refused_before_it_is_built(tmp_path):
         + "".join(f"    - {row}\n" for _ in range(40)) + "expect: {status: fired}\n")
     r = call_cli("test-rules", tmp_path / "rules", timeout=30)
     assert r.returncode == 2 and "fires-flood.yaml" in r.stderr and "at most 1,000,000" in r.stderr, r.stderr
+
+
+# -- memory: text cut where it is read from the export -------------------------------------------
+
+@pytest.mark.parametrize("reader", ["scanner", "sqlite3"])
+def test_a_huge_kernel_name_is_cut_at_ingest(tmp_path, reader):
+    """A 10 MB kernel name took 36 s and 2.2 GB: every row joined to it carried it through every
+    rule. Cut to 131,072 characters and marked (the suite's size is 1 MB; bench/hostile_memory.py)."""
+    path = with_kernel_name(tmp_path, "k" * (1 << 20))
+    r = call_cli(path, "--reader", reader, "--no-cache", "--format", "json", "--fail-on", "never",
+                 "--select", "hot-kernels", "--set", "hot-kernels.min_share_pct=0", timeout=60)
+    assert r.returncode == 0, r.stderr
+    (row,) = next(x for x in json.loads(r.stdout)["rules"] if x["id"] == "hot-kernels")["rows"]
+    assert row["name"].startswith("k" * 1000) and row["name"].endswith("[truncated: 1,048,576 bytes in all]")
+    assert len(row["name"]) < 131_072 + 100
+
+
+@pytest.mark.parametrize("reader", ["scanner", "sqlite3"])
+def test_huge_nvtx_texts_are_cut_at_ingest(tmp_path, reader):
+    tables = base_tables()
+    gtid = tables["CUPTI_ACTIVITY_KIND_RUNTIME"][0]["globalTid"]
+    tables["NVTX_EVENTS"] = [{"start": 1_000_000 + i * 1_000_000, "end": 1_500_000 + i * 1_000_000, "eventType": 59,
+                              "globalTid": gtid, "text": f"{i}" + "r" * (1 << 20), "textId": None, "domainId": 0,
+                              "endGlobalTid": None} for i in range(4)]
+    path = write_export(tables, tmp_path / "nvtx.sqlite")
+    r = call_cli(path, "--reader", reader, "--no-cache", "--format", "json", "--fail-on", "never",
+                 "--select", "nvtx-ranges", timeout=60)
+    assert r.returncode == 0, r.stderr
+    names = {row.get("name", "") for x in json.loads(r.stdout)["rules"] for row in x.get("rows", [])}
+    assert names and all(len(n) < 131_072 + 100 for n in names)
+    assert any(n.endswith("bytes in all]") for n in names), names
