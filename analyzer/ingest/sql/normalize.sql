@@ -19,7 +19,9 @@ CREATE MACRO api_base_name(n) AS regexp_replace(n, '_v[0-9]+$', '');
 -- row joined to it, through every rule's regular expressions (minutes and GBs, issue 36). Deep
 -- C++ templates make real kernel names of 100 kB; a report keeps 128 kB (131,072 bytes) of a
 -- value (limits.py), so the cut text and its marker, which gives the size in the export, fit.
-CREATE MACRO cut_text(t) AS CASE WHEN length(t) <= 131000 THEN t
+-- The readers cut every text column so as they read it (ingest/reader.py): what they cut, with
+-- its marker, is not over 131,072 and stays as it is.
+CREATE MACRO cut_text(t) AS CASE WHEN length(t) <= 131072 THEN t
   ELSE left(t, 131000) || ' ... [truncated: ' || format('{:,}', strlen(t)) || ' bytes in all]' END;
 
 -- DISTINCT: a string listed twice under its id must not double the rows joined to it (different
