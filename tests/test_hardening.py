@@ -318,3 +318,28 @@ def test_huge_nvtx_texts_are_cut_at_ingest(tmp_path, reader):
     names = {row.get("name", "") for x in json.loads(r.stdout)["rules"] for row in x.get("rows", [])}
     assert names and all(len(n) < 131_072 + 100 for n in names)
     assert any(n.endswith("bytes in all]") for n in names), names
+
+
+def test_a_name_on_a_terminal_makes_no_hyperlink(tmp_path):
+    """Rich renders a Markdown link as an OSC 8 hyperlink: a kernel named like a link took the
+    reader's terminal to that URL (issue 36)."""
+    from .test_terminal import run_on_terminal
+
+    path = with_kernel_name(tmp_path, "![t](https://evil.example/t.png)[x](javascript:alert(1))")
+    code, raw, err = run_on_terminal(path, "--no-cache", "--select", "hot-kernels", "--set", "hot-kernels.min_share_pct=0",
+                                     rows=60, cols=200)
+    assert code in (0, 1), err
+    assert "evil.example" in raw  # the name is shown ...
+    assert "\x1b]8;" not in raw  # ... and links nowhere
+
+
+def test_every_promise_names_tests_that_exist():
+    """docs/reference.md's table of promises names the tests that hold them: each named test exists."""
+    root = Path(__file__).parent
+    text = (root.parent / "docs" / "reference.md").read_text()
+    table = text[text.index("### The promises and the tests that hold them"):]
+    named = re.findall(r"`(test_\w+\.py)(?:::(test_\w+))?`", table.split("\n## ")[0])
+    assert len(named) > 30
+    for module, test in named:
+        source = (root / module).read_text()
+        assert not test or re.search(rf"^def {test}\(", source, re.M), f"{module}::{test} is not a test"
