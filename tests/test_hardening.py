@@ -343,3 +343,30 @@ def test_every_promise_names_tests_that_exist():
     for module, test in named:
         source = (root / module).read_text()
         assert not test or re.search(rf"^def {test}\(", source, re.M), f"{module}::{test} is not a test"
+
+
+def test_names_past_the_enum_bound_are_text_and_the_report_is_the_same(tmp_path, monkeypatch):
+    """Binding a statement costs time in the label ENUM's size (1e5 distinct kernel names: a 4 s
+    ingest took 46 s): past MAX_LABELS values the labels are text, which sorts and compares alike."""
+    from nsys_diagnose.analyze import analyze
+    from nsys_diagnose.ingest import database
+
+    from .test_bad_inputs import corpus_tables
+
+    path = write_export(corpus_tables(), tmp_path / "corpus.sqlite")
+
+    def report() -> dict:
+        doc = analyze(path, use_cache=False).model_dump(mode="json")
+        for rule in doc["rules"]:
+            rule.pop("seconds", None)
+        doc["input"] = {}
+        return doc
+
+    as_enum = report()
+    monkeypatch.setattr(database, "MAX_LABELS", 3)
+    built = []
+    real = database._label_type
+    monkeypatch.setattr(database, "_label_type", lambda con, stmt: built.append(out := real(con, stmt)) or out)
+    as_text = report()
+    assert "CREATE TYPE label AS VARCHAR" in built
+    assert as_text == as_enum
