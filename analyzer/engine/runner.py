@@ -170,6 +170,11 @@ def _stop(futures: list[Future[RuleResult]], cursors: list[duckdb.DuckDBPyConnec
         wait(futures, timeout=0.05)
 
 
+# what an allocation refused under the ceiling says from inside DuckDB's Python conversion
+# ("Could not allocate tuple object!"), where no MemoryError reaches us
+_NO_MEMORY = re.compile(r"could not allocate|failed to allocate|bad allocation|out of memory", re.IGNORECASE)
+
+
 def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
              captured: dict[str, bool]) -> RuleResult:
     cursor = con.cursor()
@@ -209,7 +214,7 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if isinstance(e, duckdb.InterruptException):
             reason = f"interrupted after {timeout_s:g} s (a rule may run at most that long)"
-        elif isinstance(e, (duckdb.OutOfMemoryException, MemoryError)):
+        elif isinstance(e, (duckdb.OutOfMemoryException, MemoryError)) or _NO_MEMORY.search(reason):
             reason = (f"out of memory ({reason}): the rules may use {memory_limit(RULES_MEMORY_LIMIT)} in DuckDB "
                       f"and add at most {RULES_HEADROOM_BYTES >> 20:,} MiB to the process")
         return _failed(base, f"{_where(rule, e, sql)}: {reason}", started)
