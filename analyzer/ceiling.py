@@ -9,7 +9,9 @@ raises its out-of-memory error and the rule that asked is an error, the others r
 
 Linux counts private mappings in RLIMIT_DATA (since 4.7); elsewhere the limit is set, and what
 it bounds is the OS's business. Nested uses (test-rules runs rules inside a stage) keep the
-outer ceiling.
+outer ceiling. The limit is the process's: it is set only from the main thread (the CLI, a
+batch's worker processes, a notebook), never where other threads may run other analyses at the
+same time (a Dask worker's threads), which it would bound too.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def ceiling(headroom: int) -> Iterator[None]:
     global _depth
     with _lock:
         _depth += 1
-        outer = _depth > 1
+        outer = _depth > 1 or threading.current_thread() is not threading.main_thread()
         now = None if outer else data_bytes()
         soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if now is not None:
