@@ -47,6 +47,71 @@ def many_names(folder: Path, kernels: int, names: int) -> Path:
     return write_export(tables, folder / f"k{kernels}_names{names}.sqlite")
 
 
+def overflow_chain(folder: Path, cells: int = 30, mb: int = 58) -> Path:
+    """StringIds cells whose payloads all continue on one overflow page that names itself as the
+    next: SQLite then reads `mb` MB of text from each (a value may not pass the file's size), so
+    a 60 MB file reads as cells x mb MB (issue 36: 35 MB read as 2.1 GB)."""
+    import sqlite3
+    import struct
+
+    page, first_len = 65536, 2_100_000  # 4-byte varints for the payload size and the serial type
+    min_local = (page - 12) * 32 // 255 - 23
+    tables = base_tables()
+    tables["StringIds"] += [{"id": 100 + i, "value": chr(65 + i % 26) * first_len} for i in range(cells)]
+    out = folder / "overflow_chain.sqlite"
+    tmp = write_export(tables, folder / "overflow_chain.tmp.sqlite")
+    con = sqlite3.connect(tmp)
+    con.execute(f"PRAGMA page_size = {page}")
+    con.execute("VACUUM")
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'StringIds'").fetchone()[0]
+    con.close()
+    data = bytearray(tmp.read_bytes())
+
+    def varint(i: int) -> tuple[int, int]:
+        v = 0
+        for k in range(8):
+            v = (v << 7) | (data[i + k] & 0x7F)
+            if data[i + k] < 0x80:
+                return v, i + k + 1
+        return (v << 8) | data[i + 8], i + 9
+
+    def put4(v: int) -> bytes:
+        return bytes([0x80 | (v >> 21) & 0x7F, 0x80 | (v >> 14) & 0x7F, 0x80 | (v >> 7) & 0x7F, v & 0x7F])
+
+    def leaves(pg: int) -> list[int]:
+        off = (pg - 1) * page
+        head = off + (100 if pg == 1 else 0)
+        n = struct.unpack(">H", data[head + 3:head + 5])[0]
+        if data[head] == 0x0D:
+            return [off + struct.unpack(">H", data[head + 8 + 2 * i:head + 10 + 2 * i])[0] for i in range(n)]
+        ptrs = [struct.unpack(">H", data[head + 12 + 2 * i:head + 14 + 2 * i])[0] for i in range(n)]
+        kids = [struct.unpack(">I", data[off + q:off + q + 4])[0] for q in ptrs]
+        return [c for k in [*kids, struct.unpack(">I", data[head + 8:head + 12])[0]] for c in leaves(k)]
+
+    chain = None
+    grow = ((mb << 20) // (page - 4)) * (page - 4)  # a whole number of overflow pages: the local part stays
+    for cell in leaves(root):
+        size, i = varint(cell)
+        if size < first_len:
+            continue
+        _, j = varint(i)
+        local = min_local + (size - min_local) % (page - 4)
+        local = local if local <= page - 35 else min_local
+        at = j + local
+        if chain is None:
+            chain = struct.unpack(">I", data[at:at + 4])[0]
+            data[(chain - 1) * page:(chain - 1) * page + 4] = struct.pack(">I", chain)  # names itself
+        _, k = varint(j)
+        _, k2 = varint(k)
+        serial, k3 = varint(k2)
+        data[cell:cell + 4] = put4(size + grow)
+        data[k2:k3] = put4(serial + 2 * grow)
+        data[at:at + 4] = struct.pack(">I", chain)
+    out.write_bytes(data)
+    tmp.unlink()
+    return out
+
+
 # User rules whose memory DuckDB's memory_limit does not bound (issue 36: 3.9, 4.2 and 1.7 GB);
 # each runs alone on the dataloader_bound export
 RULES = {
@@ -87,7 +152,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="case names (export stems or rule_* cases)")
     a = ap.parse_args()
     exports = {"huge_kernel_name": lambda f: huge_kernel_name(f, a.mb), "huge_nvtx_texts": lambda f: huge_nvtx_texts(f, a.mb),
-               "many_names": lambda f: many_names(f, a.kernels, a.names)}
+               "many_names": lambda f: many_names(f, a.kernels, a.names), "overflow_chain": overflow_chain}
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
         print(f"{'case':40} {'MB':>7} {'seconds':>8} {'peak RSS MiB':>13} {'exit':>5}")
