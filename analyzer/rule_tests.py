@@ -39,6 +39,9 @@ EXPECTED = {"fires": ("fired",), "quiet": ("passed", "skipped")}
 FIXTURES = "_fixtures"  # a rule's scenarios: <its YAML's folder>/_fixtures/<its id>/
 
 
+MAX_SCENARIO_ROWS = 1_000_000  # all tables together, repeats expanded
+
+
 class Repeat(Strict):
     n: int = Field(ge=1, le=1_000_000)
     every_ns: int
@@ -62,6 +65,7 @@ class Scenario(Strict):
     @field_validator("given")
     @classmethod
     def _tables(cls, given: dict[str, Any]) -> dict[str, Any]:
+        total = 0
         for table, rows in given.items():
             if table == "strings":
                 if not isinstance(rows, dict) or not all(isinstance(k, int) and isinstance(v, str)
@@ -79,6 +83,11 @@ class Scenario(Strict):
                         where = ".".join(map(str, err["loc"]))
                         raise ValueError(f"given.{table}: repeat{'.' + where if where else ''}: "
                                          f"{'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}") from None
+                total += row["repeat"]["n"] if "repeat" in row else 1
+        # every row is built in Python before the export is written: 40 rows repeated 1e6 times
+        # each took 16 GB (issue 36); a scenario is a small case, bounded as a whole
+        if total > MAX_SCENARIO_ROWS:
+            raise ValueError(f"{total:,} rows once repeated; a scenario may have at most {MAX_SCENARIO_ROWS:,}")
         return given
 
 

@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,41 @@ def test_an_in_place_edit_that_restores_the_mtime_is_seen(tmp_path, monkeypatch)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
     assert content_key(path, cache) != first
+
+
+
+def test_an_in_place_edit_through_a_shared_mmap_is_seen(tmp_path, monkeypatch):
+    """Issue 36: a program that rewrites the export through a shared memory map keeps its size;
+    the kernel dates the write (mtime and ctime) on the first write fault, so the identity moves.
+    tmpfs does not: docs/reference.md says to use --no-cache there, and this test says so."""
+    monkeypatch.setattr(identity, "MARGIN_NS", 0)
+    disk = Path(tempfile.mkdtemp(dir="/var/tmp")) if os.path.isdir("/var/tmp") else tmp_path  # the suite's tmp is tmpfs
+    try:
+        _edit_through_mmap(disk)
+    finally:
+        if disk != tmp_path:
+            shutil.rmtree(disk)
+
+
+def _edit_through_mmap(tmp_path: Path) -> None:
+    import mmap
+
+    path = write_export({"StringIds": [{"id": 1, "value": "kernel_aaaa"}],
+                         "CUPTI_ACTIVITY_KIND_KERNEL": [{"start": 10, "end": 20, "deviceId": 0, "globalPid": GPID,
+                                                         "demangledName": 1, "shortName": 1}]},
+                        tmp_path / "run.sqlite")
+    cache = tmp_path / "cache"
+    first = content_key(path, cache)
+    before = path.stat()
+    time.sleep(0.05)  # past the file system's timestamp tick (identity.MARGIN_NS covers this in use)
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_WRITE) as m:
+        at = m.find(b"kernel_aaaa")
+        m[at:at + 11] = b"kernel_bbbb"
+        m.flush()
+    after = path.stat()
+    if (after.st_mtime_ns, after.st_ctime_ns) == (before.st_mtime_ns, before.st_ctime_ns):
+        pytest.skip("this file system does not date writes through a memory map (tmpfs): the documented limit")
+    assert after.st_size == before.st_size and content_key(path, cache) != first
 
 
 def test_a_fresh_file_is_not_remembered_by_its_identity(tmp_path):

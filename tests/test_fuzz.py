@@ -1,7 +1,8 @@
 """A bounded fuzz test: damaged copies of a real export and of the synthetic corpus (tests/mutate.py:
 bit flips, truncation, garbage pages, header fields, values of other types, NULLs, duplicated
 ids, renamed or dropped tables and columns), each through the CLI. Whatever the damage, the run
-ends within its timeout with a report (exit 0; JSON, Markdown, HTML or a CI format by seed) or one line on
+ends within its timeout with a report (exit 0; JSON, Markdown, HTML or a CI format, and the rules'
+tables as CSV or Parquet, by seed) or one line on
 stderr (exit 2): never a
 traceback, an "internal error" or a hang, and never a change to the input or a file beside it.
 
@@ -25,6 +26,7 @@ from .test_bad_inputs import corpus_tables
 
 GROUPS, PER_GROUP = 4, 7
 FORMATS = ["json", "md", "html", "github", "sarif", "junit"]  # each renderer meets the damage too
+TABLE_FORMATS = ["csv", "parquet"]
 STARTS = {"md": "# nsys-diagnose", "html": "<!DOCTYPE html>", "github": "::", "sarif": "{", "junit": "<?xml"}
 REGRESSIONS = [1001]  # a bit flip that made a table's name a blob in sqlite_master
 
@@ -51,8 +53,9 @@ def test_damaged_exports_give_a_report_or_one_line(group, sources, tmp_path):
         before = snapshot(folder)
         reader = "sqlite3" if seed % 3 == 0 else "auto"
         fmt = FORMATS[seed % len(FORMATS)]
+        tables = tmp_path / f"tables-{seed}"  # the rules' tables too, csv or parquet by seed
         r = call_cli(path, "--format", fmt, "--fail-on", "never", "--reader", reader, "--cache-dir", cache,
-                     timeout=30)
+                     "--tables-dir", tables, "--tables-format", TABLE_FORMATS[seed % 2], timeout=30)
         case = f"seed {seed} ({what}): exit {r.returncode}: {r.stderr[-500:]}"
         assert "Traceback" not in r.stderr and "internal error" not in r.stderr, case
         if r.returncode == 0:
@@ -62,6 +65,7 @@ def test_damaged_exports_give_a_report_or_one_line(group, sources, tmp_path):
                 assert doc["metrics"]["kernel_count"] >= 0
             else:
                 assert r.stdout.startswith(STARTS[fmt]), case
+            assert tables.is_dir(), case
         else:
             lines = r.stderr.strip().splitlines()
             assert r.returncode == 2 and len(lines) == 1 and str(path) in lines[0] and r.stdout == "", case

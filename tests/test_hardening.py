@@ -237,3 +237,160 @@ def test_a_rule_file_linked_out_of_its_folder_is_not_read(tmp_path, export):
     r = call_cli(export, "--rules", tmp_path / "rules")
     line = assert_one_line_error(r, "my-rule.sql", "symbolic link to a file outside its folder")
     assert "hunter2" not in line
+
+
+# -- memory: what user rules and scenarios may take ----------------------------------------------
+
+def test_a_rule_that_builds_a_2_gb_string_fails_alone(tmp_path):
+    """DuckDB's memory_limit does not cover strings built in an expression: this rule took 3.9 GB.
+    In a process of its own: the ceiling is set from the main thread only (ceiling.py)."""
+    import subprocess
+    import sys
+
+    from .test_output_bounds import EXPORT, user_rule
+
+    user_rule(tmp_path / "rules", "huge-string", "SELECT length(repeat('x', 2000000000)) AS x")
+    r = subprocess.run([sys.executable, "-m", "nsys_diagnose", EXPORT, "--rules", tmp_path / "rules", "--select",
+                        "huge-string", "--format", "json", "--fail-on", "never", "--no-cache"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rule = next(x for x in json.loads(r.stdout)["rules"] if x["id"] == "huge-string")
+    assert rule["status"] == "error" and "out of memory" in rule["reason"] and "MiB to the process" in rule["reason"]
+
+
+def test_a_doubling_recursive_query_stops_at_the_ceiling(tmp_path, monkeypatch):
+    """A recursive CTE that doubles a string took 4.2 GB; under a ceiling of 192 MiB it stops at once
+    (the suite's small budget; the full size is in bench/hostile_memory.py)."""
+    import resource
+
+    from nsys_diagnose.engine import runner
+    from nsys_diagnose.engine.catalog import load_rule
+    from nsys_diagnose.ingest.database import open_trace
+
+    from .test_output_bounds import EXPORT, user_rule
+
+    monkeypatch.setattr(runner, "RULES_HEADROOM_BYTES", 192 << 20)
+    doubling = load_rule(user_rule(tmp_path / "rules", "doubling", "WITH RECURSIVE t(n, s) AS (SELECT 1, 'x' UNION ALL "
+                                   "SELECT n + 1, s || s FROM t WHERE n < 32) SELECT max(length(s)) AS x FROM t"))
+    quick = load_rule(user_rule(tmp_path / "rules", "quick", "SELECT 1 AS x"))
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    trace = open_trace(EXPORT, cache_dir=tmp_path / "cache")
+    try:
+        failed, passed = runner.run_rules(trace.con, [doubling, quick], {}, trace.captured)
+    finally:
+        trace.close()
+    assert failed.status == "error" and "out of memory" in failed.reason, failed.reason
+    assert passed.status == "fired"
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before  # the ceiling is lifted after the rules
+
+
+def test_a_scenario_of_too_many_rows_is_refused_before_it_is_built(tmp_path):
+    folder = tmp_path / "rules" / "team"
+    shutil.copytree(Path(__file__).parent.parent / "rules" / "gpu", folder, ignore=shutil.ignore_patterns("_fixtures"))
+    scenarios = folder / "_fixtures" / "gpu-idle-gaps"
+    scenarios.mkdir(parents=True)
+    row = "{start: 1000, end: 2000, deviceId: 0, correlationId: 1, repeat: {n: 1000000, every_ns: 5000}}"
+    (scenarios / "fires-flood.yaml").write_text(
+        "description: forty rows at the repeat cap\ngiven:\n  CUPTI_ACTIVITY_KIND_KERNEL:\n"
+        + "".join(f"    - {row}\n" for _ in range(40)) + "expect: {status: fired}\n")
+    r = call_cli("test-rules", tmp_path / "rules", timeout=30)
+    assert r.returncode == 2 and "fires-flood.yaml" in r.stderr and "at most 1,000,000" in r.stderr, r.stderr
+
+
+# -- memory: text cut where it is read from the export -------------------------------------------
+
+@pytest.mark.parametrize("reader", ["scanner", "sqlite3"])
+def test_a_huge_kernel_name_is_cut_at_ingest(tmp_path, reader):
+    """A 10 MB kernel name took 36 s and 2.2 GB: every row joined to it carried it through every
+    rule. Cut to 131,072 characters and marked (the suite's size is 1 MB; bench/hostile_memory.py)."""
+    path = with_kernel_name(tmp_path, "k" * (1 << 20))
+    r = call_cli(path, "--reader", reader, "--no-cache", "--format", "json", "--fail-on", "never",
+                 "--select", "hot-kernels", "--set", "hot-kernels.min_share_pct=0", timeout=60)
+    assert r.returncode == 0, r.stderr
+    (row,) = next(x for x in json.loads(r.stdout)["rules"] if x["id"] == "hot-kernels")["rows"]
+    assert row["name"].startswith("k" * 1000) and row["name"].endswith("[truncated: 1,048,576 bytes in all]")
+    assert len(row["name"]) < 131_072 + 100
+
+
+@pytest.mark.parametrize("reader", ["scanner", "sqlite3"])
+def test_huge_nvtx_texts_are_cut_at_ingest(tmp_path, reader):
+    tables = base_tables()
+    gtid = tables["CUPTI_ACTIVITY_KIND_RUNTIME"][0]["globalTid"]
+    tables["NVTX_EVENTS"] = [{"start": 1_000_000 + i * 1_000_000, "end": 1_500_000 + i * 1_000_000, "eventType": 59,
+                              "globalTid": gtid, "text": f"{i}" + "r" * (1 << 20), "textId": None, "domainId": 0,
+                              "endGlobalTid": None} for i in range(4)]
+    path = write_export(tables, tmp_path / "nvtx.sqlite")
+    r = call_cli(path, "--reader", reader, "--no-cache", "--format", "json", "--fail-on", "never",
+                 "--select", "nvtx-ranges", timeout=60)
+    assert r.returncode == 0, r.stderr
+    names = {row.get("name", "") for x in json.loads(r.stdout)["rules"] for row in x.get("rows", [])}
+    assert names and all(len(n) < 131_072 + 100 for n in names)
+    assert any(n.endswith("bytes in all]") for n in names), names
+
+
+def test_a_name_on_a_terminal_makes_no_hyperlink(tmp_path):
+    """Rich renders a Markdown link as an OSC 8 hyperlink: a kernel named like a link took the
+    reader's terminal to that URL (issue 36)."""
+    from .test_terminal import run_on_terminal
+
+    path = with_kernel_name(tmp_path, "![t](https://evil.example/t.png)[x](javascript:alert(1))")
+    code, raw, err = run_on_terminal(path, "--no-cache", "--select", "hot-kernels", "--set", "hot-kernels.min_share_pct=0",
+                                     rows=60, cols=200)
+    assert code in (0, 1), err
+    assert "evil.example" in raw  # the name is shown ...
+    assert "\x1b]8;" not in raw  # ... and links nowhere
+
+
+def test_every_promise_names_tests_that_exist():
+    """docs/reference.md's table of promises names the tests that hold them: each named test exists."""
+    root = Path(__file__).parent
+    text = (root.parent / "docs" / "reference.md").read_text()
+    table = text[text.index("### The promises and the tests that hold them"):]
+    named = re.findall(r"`(test_\w+\.py)(?:::(test_\w+))?`", table.split("\n## ")[0])
+    assert len(named) > 30
+    for module, test in named:
+        source = (root / module).read_text()
+        assert not test or re.search(rf"^def {test}\(", source, re.M), f"{module}::{test} is not a test"
+
+
+def test_names_past_the_enum_bound_are_text_and_the_report_is_the_same(tmp_path, monkeypatch):
+    """Binding a statement costs time in the label ENUM's size (1e5 distinct kernel names: a 4 s
+    ingest took 46 s): past MAX_LABELS values the labels are text, which sorts and compares alike."""
+    from nsys_diagnose.analyze import analyze
+    from nsys_diagnose.ingest import database
+
+    from .test_bad_inputs import corpus_tables
+
+    path = write_export(corpus_tables(), tmp_path / "corpus.sqlite")
+
+    def report() -> dict:
+        doc = analyze(path, use_cache=False).model_dump(mode="json")
+        for rule in doc["rules"]:
+            rule.pop("seconds", None)
+        doc["input"] = {}
+        return doc
+
+    as_enum = report()
+    monkeypatch.setattr(database, "MAX_LABELS", 3)
+    built = []
+    real = database._label_type
+    monkeypatch.setattr(database, "_label_type", lambda con, stmt: built.append(out := real(con, stmt)) or out)
+    as_text = report()
+    assert "CREATE TYPE label AS VARCHAR" in built
+    assert as_text == as_enum
+
+
+@pytest.mark.parametrize("reader", ["scanner", "sqlite3"])
+def test_name_cells_on_one_self_referencing_overflow_page(tmp_path, reader):
+    """Every long name continues on one overflow page that names itself as the next: an 8 MB file
+    reads as 32 MB of text (issue 36: 35 MB as 2.1 GB). The run ends with a report; at full size
+    the sqlite3 reader stays at 317 MiB and the scanner does not (bench/hostile_memory.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hostile_memory", Path(__file__).parent.parent / "bench" / "hostile_memory.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = bench.overflow_chain(tmp_path, cells=4, mb=6)
+    r = call_cli(path, "--reader", reader, "--no-cache", "--format", "json", "--fail-on", "never", timeout=60)
+    assert r.returncode == 0 and only_wrote(r.stderr), r.stderr
+    assert json.loads(r.stdout)["metrics"]["kernel_count"] == 3

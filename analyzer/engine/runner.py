@@ -23,11 +23,12 @@ from typing import Any, Callable
 
 import duckdb
 from nsys_diagnose import limits
+from nsys_diagnose.ceiling import RULES_HEADROOM_BYTES, ceiling
 from nsys_diagnose.engine import bounds, claims, headlines
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult, as_subquery
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.errors import UsageError
-from nsys_diagnose.ingest.database import is_corrupt, with_memory_retry
+from nsys_diagnose.ingest.database import RULES_MEMORY_LIMIT, is_corrupt, memory_limit, with_memory_retry
 from nsys_diagnose.units import render
 
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
@@ -126,7 +127,7 @@ def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict
     trace (_workers). on_done(n, rule) is called, in the caller's thread, as the n-th one ends."""
     cursors = [con.cursor() for _ in rules]
     try:
-        with ThreadPoolExecutor(_workers(con, len(rules))) as pool:
+        with ceiling(RULES_HEADROOM_BYTES), ThreadPoolExecutor(_workers(con, len(rules))) as pool:
             futures: dict[Future[RuleResult], Rule] = {}
             try:  # from the first submission: a Ctrl-C between two would leave the pool waiting on the running rules
                 for c, r in zip(cursors, rules):
@@ -169,6 +170,11 @@ def _stop(futures: list[Future[RuleResult]], cursors: list[duckdb.DuckDBPyConnec
         wait(futures, timeout=0.05)
 
 
+# what an allocation refused under the ceiling says from inside DuckDB's Python conversion
+# ("Could not allocate tuple object!"), where no MemoryError reaches us
+_NO_MEMORY = re.compile(r"could not allocate|failed to allocate|bad allocation|out of memory", re.IGNORECASE)
+
+
 def run_rule(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any],
              captured: dict[str, bool]) -> RuleResult:
     cursor = con.cursor()
@@ -208,6 +214,9 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if isinstance(e, duckdb.InterruptException):
             reason = f"interrupted after {timeout_s:g} s (a rule may run at most that long)"
+        elif isinstance(e, (duckdb.OutOfMemoryException, MemoryError)) or _NO_MEMORY.search(reason):
+            reason = (f"out of memory ({reason}): the rules may use {memory_limit(RULES_MEMORY_LIMIT)} in DuckDB "
+                      f"and add at most {RULES_HEADROOM_BYTES >> 20:,} MiB to the process")
         return _failed(base, f"{_where(rule, e, sql)}: {reason}", started)
     finally:
         timer.cancel()

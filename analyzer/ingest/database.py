@@ -45,6 +45,7 @@ RULES_MEMORY_LIMIT = "300MB"
 RETRY_MEMORY_LIMIT = "4GB"
 MAX_THREADS = 1024
 SMALL_EXPORT_BYTES = 64 << 20  # the ingest of a smaller export runs as one transaction (_build)
+MAX_LABELS = 10_000  # distinct names (kernels, API and OS calls) the `label` ENUM may hold (_label_type)
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
 _BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
@@ -371,8 +372,12 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
 
 def _label_type(con: duckdb.DuckDBPyConnection, stmt: str) -> str:
     """The statement, except that `label` (normalize.sql) is plain text when one of its
-    values holds a NUL: DuckDB re-parses an ENUM's type text to sort it, and the NUL cuts it."""
-    if _LABEL_ENUM.match(stmt) and con.execute("SELECT bool_or(contains(v, chr(0))) FROM label_values").fetchone()[0]:
+    values holds a NUL: DuckDB re-parses an ENUM's type text to sort it, and the NUL cuts it;
+    or when it would have more than MAX_LABELS values: binding a statement that reads a label
+    column costs time in the ENUM's size (1e5 distinct kernel names: a 4 s ingest took 46 s,
+    1e6 did not end in 5 minutes, issue 36), where text costs a little in every row."""
+    if _LABEL_ENUM.match(stmt) and con.execute(
+            "SELECT bool_or(contains(v, chr(0))) OR count(*) > ? FROM label_values", [MAX_LABELS]).fetchone()[0]:
         return "CREATE TYPE label AS VARCHAR"
     return stmt
 

@@ -51,6 +51,20 @@ def decode_text(raw: bytes) -> str:
 
 # The scanner's twin of decode_text: valid UTF-8 as is, anything else as DuckDB's BLOB text.
 SCANNER_TEXT = "coalesce(try(decode(encode({c}))), CAST(encode({c}) AS VARCHAR))"
+# Text longer than MAX_TEXT_CHARS is cut where it is read, before the copies above and any
+# statement carry it (twenty 10 MB NVTX messages: 1.1 GB), and marked with its size in the
+# export as limits.marker writes it; normalize.sql's cut_text leaves such a value as it is.
+MAX_TEXT_CHARS = 131_000
+SCANNER_CUT = ("CASE WHEN length({c}) <= " + str(MAX_TEXT_CHARS) + " THEN " + SCANNER_TEXT + " ELSE "
+               + SCANNER_TEXT.replace("{c}", "left({c}, " + str(MAX_TEXT_CHARS) + ")")
+               + " || ' ... [truncated: ' || format('{{:,}}', strlen({c})) || ' bytes in all]' END")
+# (SQLite's printf has no thousands separator before 3.38: the sqlite3 reader's marker gives
+# the plain number, which MARKED writes as limits.marker does)
+SQLITE_CUT = ("CASE WHEN length({c}) <= {n} THEN CAST({c} AS TEXT) ELSE substr(CAST({c} AS TEXT), 1, {n}) "
+              "|| ' ... [truncated: ' || length(CAST({c} AS BLOB)) || ' bytes in all]' END")
+MARKED = ("CASE WHEN length({c}) > {n} THEN left({c}, {n}) || ' ... [truncated: ' || "
+          "format('{{:,}}', TRY_CAST(regexp_extract({c}, '(\\d+) bytes in all\\]$', 1) AS BIGINT)) || ' bytes in all]' "
+          "ELSE {c} END AS {c}")
 
 
 def open_sqlite(path: Path) -> sqlite3.Connection:
@@ -163,7 +177,7 @@ class ScannerReader:
         # TRY_CAST: a column declared with another type (TEXT holding numbers) reads as the
         # sqlite3 reader's CAST reads it, instead of failing to bind; same-type casts are free.
         cols = _select_list(columns, present,
-                            lambda c, t: SCANNER_TEXT.format(c=c) if t == "VARCHAR" else f"TRY_CAST({c} AS {t})")
+                            lambda c, t: SCANNER_CUT.format(c=c) if t == "VARCHAR" else f"TRY_CAST({c} AS {t})")
         if table is None:
             self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} WHERE false")
             return
@@ -191,8 +205,10 @@ class Sqlite3Reader:
         reader = pa.RecordBatchReader.from_batches(schema, batches)
         # A stream can be read once; later statements need the rows again, so materialize.
         self.con.register(f"_arrow_{alias}", reader)
+        marked = [MARKED.format(c=quote(c), n=MAX_TEXT_CHARS) for c, t in columns.items() if t == "VARCHAR"]
+        replace = f" REPLACE ({', '.join(marked)})" if marked else ""
         try:
-            self.con.execute(f"CREATE TEMP TABLE src_{alias} AS SELECT * FROM _arrow_{alias}")
+            self.con.execute(f"CREATE TEMP TABLE src_{alias} AS SELECT *{replace} FROM _arrow_{alias}")
         except duckdb.Error:
             if self.failure is not None:  # e.g. a corrupt page: say so, not DuckDB's Arrow wrapper
                 raise InputError(self.path, f"could not be read: table {table}: {self.failure}") from None
@@ -202,7 +218,8 @@ class Sqlite3Reader:
     def _batches(self, table, columns, present, where, schema) -> Iterator:
         import pyarrow as pa
 
-        cols = _select_list(columns, present, lambda c, t: f"CAST({c} AS {_SQLITE_CAST[t]})")
+        cols = _select_list(columns, present, lambda c, t: SQLITE_CUT.format(c=c, n=MAX_TEXT_CHARS) if t == "VARCHAR"
+                            else f"CAST({c} AS {_SQLITE_CAST[t]})")
         filt = f" WHERE {where}" if where else ""
         names = list(columns)
         try:

@@ -100,6 +100,12 @@ SELECT name, family, op,
        CASE WHEN raw_format IN ('fp8', 'tf32') THEN 'tensor core' ELSE token_path END AS path
 FROM formats;
 
+-- (the names each pattern matches, one statement per pattern, the pattern a parameter: DuckDB
+-- compiles a pattern read from a joined row again for every name, 1e5 names took minutes, issue 36)
+CREATE TEMP TABLE kernel_pattern_hits AS SELECT NULL::VARCHAR AS pattern, name FROM kernel_names LIMIT 0;
+-- @each pattern: SELECT DISTINCT pattern FROM (SELECT pattern FROM kernel_class_patterns UNION ALL SELECT exclude FROM kernel_class_patterns) WHERE pattern IS NOT NULL ORDER BY pattern
+INSERT INTO kernel_pattern_hits SELECT $pattern, name FROM kernel_names WHERE regexp_matches(name, $pattern, 'i');
+
 -- One row per distinct kernel name with its class: the first kernel_class_patterns row that
 -- matches it, else 'other kernels'.
 -- sources: CUPTI_ACTIVITY_KIND_KERNEL
@@ -108,8 +114,10 @@ FROM formats;
 CREATE TABLE kernel_classes AS
 WITH by_pattern AS (
   SELECT n.name, coalesce(min_by(p.class, p.priority), 'other kernels') AS class
-  FROM kernel_names n LEFT JOIN kernel_class_patterns p
-    ON regexp_matches(n.name, p.pattern, 'i') AND NOT regexp_matches(n.name, coalesce(p.exclude, '$^'), 'i')
+  FROM kernel_names n LEFT JOIN (
+    SELECT h.name, p.class, p.priority FROM kernel_class_patterns p JOIN kernel_pattern_hits h ON h.pattern = p.pattern
+    WHERE NOT EXISTS (SELECT 1 FROM kernel_pattern_hits x WHERE x.pattern = p.exclude AND x.name = h.name)) p
+    USING (name)
   GROUP BY n.name),
 -- matrix math whose format and unit the name says (kernel_formats) is classed by them: fp64
 -- math on any unit, tensor-core math, or math on CUDA cores (fp32 FMA, also for fp16/bf16 data:
@@ -493,6 +501,9 @@ INSERT INTO fix_kernel_patterns VALUES
   ('fused-optimizer', 'FusedOptimizerTensorListMetadata|fused_adamw?_|fusedadam|fused_sgd|multi_tensor_adam|multi_tensor_lamb'),
   -- Inductor's (torch.compile) and hand-written Triton fused kernels
   ('kernel-fusion', 'triton_(poi|red|per)_fused|^fused_|_fused_');
+-- (matched as kernel_pattern_hits: one statement per pattern)
+-- @each pattern: SELECT DISTINCT pattern FROM fix_kernel_patterns ORDER BY pattern
+INSERT INTO kernel_pattern_hits SELECT $pattern, name FROM kernel_names WHERE regexp_matches(name, $pattern, 'i');
 
 -- One row per fix that the trace shows is done already (done), or that the steady state's busy
 -- GPU makes moot (moot), per (device, process) with a budget: what no finding may advise there
@@ -519,7 +530,7 @@ graphs AS (
   JOIN w ON w.pid = g.pid AND w.device_id = g.device_id WHERE g.start_ns >= w.start_ns AND g.start_ns < w.end_ns GROUP BY ALL),
 -- distinct names first: a regular expression on every kernel row costs seconds on large traces
 name_fixes AS (
-  SELECT n.name, p.fix FROM kernel_names n JOIN fix_kernel_patterns p ON regexp_matches(n.name, p.pattern, 'i')),
+  SELECT DISTINCT h.name, p.fix FROM fix_kernel_patterns p JOIN kernel_pattern_hits h ON h.pattern = p.pattern),
 kern AS (
   SELECT w.device_id, w.pid, count(*) FILTER (WHERE k.graph_node_id IS NOT NULL) AS node_kernels,
          coalesce(sum(k.duration_ns) FILTER (WHERE kc.class = 'elementwise/reduction'), 0) AS ew_ns,

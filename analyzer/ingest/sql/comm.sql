@@ -51,7 +51,11 @@ fns AS (
 SELECT name, fn, regexp_matches(fn, '^nccl[A-Za-z0-9]*Kernel') AS by_name,
        (SELECT c.collective FROM comm_collective_names c WHERE fn ILIKE 'nccl%' || c.token || '%'
         ORDER BY c.priority LIMIT 1) AS name_collective,
-       (SELECT d.dtype FROM comm_dtype_names d WHERE regexp_matches(fn, '(^|_)' || d.token || '(_|$)')
+       -- the token between underscores or at an end, without a regular expression: one built
+       -- from a joined row is compiled again for every name (1e5 names: minutes, issue 36)
+       (SELECT d.dtype FROM comm_dtype_names d
+        WHERE fn = d.token OR starts_with(fn, d.token || '_') OR ends_with(fn, '_' || d.token)
+              OR contains(fn, '_' || d.token || '_')
         ORDER BY length(d.token) DESC LIMIT 1) AS name_dtype
 FROM fns;
 

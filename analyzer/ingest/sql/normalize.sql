@@ -14,12 +14,15 @@ CREATE MACRO nsys_tid(g) AS g & 16777215;
 -- cudaLaunchKernel), so that every version of a call reads as one.
 CREATE MACRO api_base_name(n) AS regexp_replace(n, '_v[0-9]+$', '');
 
--- cut_text(t): text from the trace (names, NVTX messages) cut to 131,072 characters, with the
+-- cut_text(t): text from the trace (names, NVTX messages) cut to 131,000 characters, with the
 -- marker limits.py writes: one 10 MB kernel name or NVTX message is otherwise carried by every
 -- row joined to it, through every rule's regular expressions (minutes and GBs, issue 36). Deep
--- C++ templates make real kernel names of 100 kB; a report keeps 128 kB of a value (limits.py).
+-- C++ templates make real kernel names of 100 kB; a report keeps 128 kB (131,072 bytes) of a
+-- value (limits.py), so the cut text and its marker, which gives the size in the export, fit.
+-- The readers cut every text column so as they read it (ingest/reader.py): what they cut, with
+-- its marker, is not over 131,072 and stays as it is.
 CREATE MACRO cut_text(t) AS CASE WHEN length(t) <= 131072 THEN t
-  ELSE left(t, 131072) || ' ... [truncated: ' || format('{:,}', strlen(t)) || ' bytes in all]' END;
+  ELSE left(t, 131000) || ' ... [truncated: ' || format('{:,}', strlen(t)) || ' bytes in all]' END;
 
 -- DISTINCT: a string listed twice under its id must not double the rows joined to it (different
 -- strings under one id are refused at ingest, database._check_strings).
