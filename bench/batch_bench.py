@@ -33,6 +33,10 @@ SOURCES = [ROOT.parent / "shared" / "exports" / "h200-nsys2025.3", ROOT / "fixtu
 
 def distinct_exports() -> list[Path]:
     """The exports of SOURCES, one per content (fixtures/exports holds copies of H200 files)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fixture_exports import unpack  # the corpus is kept packed in git
+
+    unpack()
     by_content: dict[tuple[int, str], Path] = {}
     for p in sorted(p.resolve() for d in SOURCES if d.is_dir() for p in d.glob("*.sqlite")):
         with p.open("rb") as f:

@@ -29,6 +29,10 @@ VARYING_RULE = ("seconds",)  # each rule's run time
 
 
 def default_exports() -> list[Path]:
+    sys.path.insert(0, str(ROOT))
+    from tests.fixture_exports import unpack  # the corpus is kept packed in git
+
+    unpack()
     return sorted([*SHARED.rglob("*.sqlite"), *(ROOT / "fixtures" / "exports").glob("*.sqlite")])
 
 

@@ -153,5 +153,8 @@ def render() -> str:
 
 
 if __name__ == "__main__":
+    from .fixture_exports import unpack
+
+    unpack()
     DOC.write_text(render())
     print(f"wrote {DOC}")
