@@ -44,9 +44,10 @@ def pack(folder: Path = EXPORTS) -> list[Path]:
         packed = plain.with_name(plain.name + ".xz")
         if packed.exists() and packed.stat().st_mtime >= plain.stat().st_mtime:
             continue
+        stat = plain.stat()
         with open(plain, "rb") as src, lzma.open(packed, "wb", preset=9) as out:
             shutil.copyfileobj(src, out, 1 << 20)
-        os.utime(plain)  # the plain file stays the newer: unpack keeps it
+        os.utime(packed, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # equal times: neither side redone
         written.append(packed)
     return written
 
