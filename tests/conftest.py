@@ -28,14 +28,6 @@ if (not os.environ.get("TMPDIR") and os.path.isdir(IN_MEMORY) and os.access(IN_M
     tempfile.tempdir = None  # tempfile reads $TMPDIR again on its next use
 
 
-def pytest_configure(config):
-    """The corpus exports are kept packed (tests/fixture_exports.py): unpack them before any test
-    module globs them at collection."""
-    from .fixture_exports import unpack
-
-    unpack()
-
-
 def pytest_sessionfinish(session, exitstatus):
     """A passing run's base folder in memory is removed (the controller's, which holds the
     workers' folders and the shared cache); a failing run's stays for a look, as pytest keeps
@@ -125,6 +117,11 @@ LEFT_OUT = pytest.StashKey[int]()
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "shared_corpus: reads ../shared/exports (left out where it is absent)")
+    # the corpus exports are kept packed (tests/fixture_exports.py): unpacked before any test
+    # module globs them at collection
+    from .fixture_exports import unpack
+
+    unpack()
 
 
 def pytest_collection_modifyitems(session, config, items):
