@@ -110,6 +110,9 @@ def test_only_steps_that_do_not_repeat_are_churn(path):
         # cuLibraryLoadData, 6.66 ms of a 14.2 ms step, against 7.57 ms for the usual step)
         assert [(r["step"], r["mechanism"]) for r in churn] == [(4, "module loading")]
         assert 0.05 * window < churn[0]["churn_ns"] < 0.08 * window
+    elif path.stem == "dataloader_workers_restart":
+        # every epoch's last step forks the next epoch's 4 DataLoader workers
+        assert [(r["step"], r["mechanism"]) for r in churn] == [(s, "worker start-up") for s in (5, 10, 15, 20)]
     elif path.stem == "periodic_eval_in_loop":
         # every 4th step evaluates: the same eval kernels in the same shapes each time
         assert [(r["step"], r["mechanism"]) for r in churn] == [(s, "periodic phase") for s in (4, 8, 12)]

@@ -9,7 +9,8 @@ loads AS (
   SELECT pid, start_ns FROM api_calls
   WHERE category = 'module' AND regexp_matches(api, '^cu(da)?(Module|Library)Load')),
 spawns AS (
-  SELECT pid, start_ns FROM osrt_calls WHERE name IN ('posix_spawn', 'posix_spawnp', 'fork', 'vfork', 'execve')),
+  -- programs started (compilers); a fork without a program is a worker process (step_churn)
+  SELECT pid, start_ns FROM osrt_calls WHERE name IN ('posix_spawn', 'posix_spawnp', 'vfork', 'execve')),
 per_step AS (
   SELECT st.*,
          (SELECT count(*) FROM loads l WHERE l.pid = st.pid AND l.start_ns >= st.start_ns AND l.start_ns < st.end_ns) AS module_loads,

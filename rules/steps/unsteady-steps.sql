@@ -3,7 +3,7 @@
 -- step and take longer (step_churn), which steps, why (the mechanism of most of their time) and
 -- how much: their time beyond the usual step, and the budget's 'step churn' slice.
 WITH prof AS (SELECT * FROM step_profile WHERE timed),
-sc AS (SELECT c.*, p.kernels, p.new_kernel_names, p.search_calls, p.module_loads, p.spawns
+sc AS (SELECT c.*, p.kernels, p.new_kernel_names, p.search_calls, p.module_loads, p.spawns, p.forks
        FROM step_churn c JOIN prof p USING (pid, step)),
 likeness AS (
   SELECT pid, count(*) AS steps, count(DISTINCT kernel_set) AS kernel_sets, count(DISTINCT shape_set) AS shape_sets,
@@ -12,7 +12,7 @@ likeness AS (
          round(stddev_pop(period_ns) / nullif(avg(period_ns), 0), 3) AS period_cv
   FROM prof GROUP BY pid),
 churn AS (
-  SELECT pid, any_value(alike_by) AS alike_by, count(*) FILTER (WHERE alike) AS alike_steps,
+  SELECT pid, any_value(alike_by) AS alike_by, count(*) FILTER (WHERE alike AND NOT churn) AS alike_steps,
          any_value(usual_period_ns) AS usual_period_ns, any_value(usual_search_calls) AS usual_search_calls,
          count(*) FILTER (WHERE churn) AS churn_steps,
          string_agg(step::VARCHAR, ', ' ORDER BY step) FILTER (WHERE churn) AS churn_step_numbers,
@@ -21,6 +21,7 @@ churn AS (
          median(search_calls) FILTER (WHERE churn)::BIGINT AS churn_search_calls,
          coalesce(sum(module_loads) FILTER (WHERE churn), 0)::BIGINT AS module_loads,
          coalesce(sum(spawns) FILTER (WHERE churn), 0)::BIGINT AS spawns,
+         coalesce(sum(forks) FILTER (WHERE churn), 0)::BIGINT AS forks,
          coalesce(sum(new_kernel_names) FILTER (WHERE churn), 0)::BIGINT AS new_kernel_names,
          -- warm-up: every churn step comes before every alike step, and steps repeat after them
          max(step) FILTER (WHERE churn) < min(step) FILTER (WHERE alike) AND count(*) FILTER (WHERE alike) >= 2
@@ -81,6 +82,9 @@ SELECT *,
                                                   ELSE '' END, new_kernel_names,
                                              CASE WHEN new_kernel_names = 1 THEN '' ELSE 's' END)
          WHEN 'changing shapes' THEN 'they run the usual kernels in other shapes: the input shapes change'
+         WHEN 'worker start-up' THEN printf('they start copies of the process (%d fork%s, no program run): worker '
+                                            || 'processes started anew (a DataLoader without persistent_workers, a '
+                                            || 'process pool created in the loop)', forks, CASE WHEN forks = 1 THEN '' ELSE 's' END)
          WHEN 'periodic phase' THEN 'they run the same extra work each time: a phase the loop runs every few steps'
          ELSE 'they run other kernels than the usual step' END
        || CASE WHEN warm_up THEN printf('; all of them come before step %d, after which the steps repeat: warm-up is not over '

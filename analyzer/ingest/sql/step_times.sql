@@ -112,7 +112,8 @@ FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid);
 -- device or stream synchronizations started in the step, count
 -- @column module_loads: cuModuleLoad*/cuLibraryLoad* calls started in the step, count
 -- @column load_ns: their summed durations, ns
--- @column spawns: processes started in the step (posix_spawn, fork, execve; 0 without OS tracing), count
+-- @column spawns: programs started in the step (posix_spawn, vfork, execve: compilers; 0 without OS tracing), count
+-- @column forks: copies of the process started in the step (fork: worker processes; 0 without OS tracing), count
 -- @column marks_start_ns: start of the first event call, module load or spawn of the step, ns; NULL without one
 -- @column marks_end_ns: end of the last of them, ns; NULL without one
 CREATE TABLE step_profile AS
@@ -136,19 +137,21 @@ bounds AS (
 marks AS (
   SELECT pid, start_ns, end_ns, (category = 'sync' OR api LIKE '%Event%') AND api NOT LIKE '%StreamWaitEvent%' AS search,
          api LIKE '%Event%' AND api NOT LIKE '%StreamWaitEvent%' AS event,
-         regexp_matches(api, '^cu(da)?(Module|Library)Load') AS load, false AS spawn, duration_ns
+         regexp_matches(api, '^cu(da)?(Module|Library)Load') AS load, false AS spawn, false AS fork, duration_ns
   FROM api_calls WHERE category IN ('event', 'sync', 'module')
   UNION ALL
-  SELECT pid, start_ns, end_ns, false, false, false, true, 0 FROM osrt_calls
+  -- a program started (a compiler: subprocess, posix_spawn) or a copy of this process (fork:
+  -- multiprocessing's workers, a DataLoader's)
+  SELECT pid, start_ns, end_ns, false, false, false, name <> 'fork', name = 'fork', 0 FROM osrt_calls
   WHERE name IN ('posix_spawn', 'posix_spawnp', 'fork', 'vfork', 'execve')),
 per_marks AS (
   SELECT s.pid, s.step, count(*) FILTER (WHERE m.search) AS search_calls, count(*) FILTER (WHERE m.load) AS module_loads,
          sum(m.duration_ns) FILTER (WHERE m.load) AS load_ns,
-         count(*) FILTER (WHERE m.spawn) AS spawns,
-         min(m.start_ns) FILTER (WHERE m.event OR m.load OR m.spawn) AS marks_start_ns,
-         max(m.end_ns) FILTER (WHERE m.event OR m.load OR m.spawn) AS marks_end_ns
+         count(*) FILTER (WHERE m.spawn) AS spawns, count(*) FILTER (WHERE m.fork) AS forks,
+         min(m.start_ns) FILTER (WHERE m.event OR m.load OR m.spawn OR m.fork) AS marks_start_ns,
+         max(m.end_ns) FILTER (WHERE m.event OR m.load OR m.spawn OR m.fork) AS marks_end_ns
   FROM marks m ASOF JOIN st s ON m.pid = s.pid AND m.start_ns >= s.start_ns
-  WHERE m.search OR m.load OR m.spawn GROUP BY ALL)
+  WHERE m.search OR m.load OR m.spawn OR m.fork GROUP BY ALL)
 SELECT b.pid, b.step, b.start_ns, b.bound_ns,
        lead(b.bound_ns) OVER (PARTITION BY b.pid ORDER BY b.step) - b.bound_ns AS period_ns,
        coalesce(b.step > 1 AND b.start_ns >= w.start_ns AND b.start_ns < w.end_ns
@@ -158,14 +161,15 @@ SELECT b.pid, b.step, b.start_ns, b.bound_ns,
        coalesce(k.kernel_ns, 0) AS kernel_ns, coalesce(k.kernel_set, 0) AS kernel_set, coalesce(p.shape_set, 0) AS shape_set,
        coalesce(m.search_calls, 0) AS search_calls, coalesce(m.module_loads, 0) AS module_loads,
        coalesce(m.load_ns, 0)::BIGINT AS load_ns,
-       coalesce(m.spawns, 0) AS spawns, m.marks_start_ns, m.marks_end_ns
+       coalesce(m.spawns, 0) AS spawns, coalesce(m.forks, 0) AS forks, m.marks_start_ns, m.marks_end_ns
 FROM bounds b LEFT JOIN steady_state w USING (pid) LEFT JOIN per_name k USING (pid, step)
 LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 
 -- One row per timed step (step_profile.timed): whether it repeats the process's usual step, and
 -- if not, whether it is churn, why, and how much of it. The usual step is the most common shape
 -- set among the timed steps when two share one, else the most common kernel set (shapes that
--- change every step); a step is alike when it has that set. A step that is not alike is churn
+-- change every step); a step is alike when it has that set. A step that is not alike, or that
+-- starts processes, is churn
 -- when it takes churn_slow_factor times the alike steps' median period or more, unless nothing is
 -- searched, loaded or compiled in it and its extra GPU time is most of its extra period; where no two
 -- steps are alike, a step is churn when it holds an algorithm search or a recompilation. Its
@@ -183,7 +187,8 @@ LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 -- @column usual_search_calls: median search_calls of the alike steps, count (0 without)
 -- @column search: true when search_calls is at least search_min_calls and search_factor times usual_search_calls
 -- @column churn: true for a churn step
--- @column mechanism: for a churn step: periodic phase (no spawns, kernels the usual step does not
+-- @column mechanism: for a churn step: worker start-up (forks and no spawns: worker processes
+-- started anew), periodic phase (no spawns, kernels the usual step does not
 -- run, and another churn step runs them in the same shapes: work the loop does every N steps),
 -- recompilation (spawns, or module loads around other host work), module loading (the load calls
 -- themselves take at least half of the churn: code loaded lazily on its first use,
@@ -227,12 +232,15 @@ classed AS (
   SELECT m.*, u.usual_period_ns, u.usual_search_calls,
          m.search_calls >= st.min_calls AND m.search_calls >= st.factor * u.usual_search_calls AS search,
          CASE WHEN u.usual_period_ns IS NULL
-              THEN (m.search_calls >= st.min_calls OR m.module_loads > 0 OR m.spawns > 0) AND m.marks_start_ns IS NOT NULL
-              ELSE NOT m.alike AND m.period_ns >= st.slow * u.usual_period_ns
+              THEN (m.search_calls >= st.min_calls OR m.module_loads > 0 OR m.spawns > 0 OR m.forks > 0)
+                   AND m.marks_start_ns IS NOT NULL
+              -- a step that starts processes is churn even with the usual kernels (the process
+              -- start, not the kernels, makes it slow)
+              ELSE (NOT m.alike OR m.spawns > 0 OR m.forks > 0) AND m.period_ns >= st.slow * u.usual_period_ns
                    -- a larger step (more rows, other shapes and the kernels chosen for them) takes
                    -- longer by its own GPU work: not churn, where nothing is searched, loaded or
                    -- compiled and its extra GPU time is most of its extra period
-                   AND NOT (m.search_calls < st.min_calls AND m.module_loads = 0 AND m.spawns = 0
+                   AND NOT (m.search_calls < st.min_calls AND m.module_loads = 0 AND m.spawns = 0 AND m.forks = 0
                             AND m.kernel_ns - u.usual_kernel_ns >= 2.0 / 3 * (m.period_ns - u.usual_period_ns)) END AS churn
   FROM marked m JOIN usual u USING (pid) CROSS JOIN settings st),
 -- a search or a compilation happens once per shape or key; slow steps that run the same kernels in
@@ -241,7 +249,8 @@ recurs AS (
   SELECT *, count(*) FILTER (WHERE churn) OVER (PARTITION BY pid, shape_set) AS recurring FROM classed)
 SELECT pid, step, period_ns, alike_by, alike, coalesce(same_kernels, false) AS same_kernels, usual_period_ns::BIGINT AS usual_period_ns,
        usual_search_calls, search, churn,
-       CASE WHEN churn THEN CASE WHEN spawns = 0 AND recurring >= 2 AND NOT same_kernels THEN 'periodic phase'
+       CASE WHEN churn THEN CASE WHEN spawns = 0 AND forks > 0 THEN 'worker start-up'
+                                 WHEN spawns = 0 AND recurring >= 2 AND NOT same_kernels THEN 'periodic phase'
                                  WHEN spawns = 0 AND module_loads > 0 AND NOT search
                                       AND load_ns >= 0.5 * coalesce(period_ns - usual_period_ns, marks_end_ns - marks_start_ns)
                                  THEN 'module loading'
