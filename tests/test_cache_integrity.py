@@ -89,14 +89,19 @@ def test_a_same_size_edit_in_wal_mode_is_never_served_from_the_cache(tmp_path):
     assert kernel_ns(run(path, cache)) == (False, KERNELS * 60_000)
 
 
-def test_an_in_place_edit_that_restores_the_mtime_is_seen(tmp_path, monkeypatch):
-    """Bytes overwritten in place, then `touch -r` back to the old mtime: the ctime still moves."""
-    monkeypatch.setattr(identity, "MARGIN_NS", 0)  # remember identities at once (no 2 s wait)
+def one_kernel_export(folder: Path) -> tuple[Path, Path]:
+    """An export of one kernel named kernel_aaaa (bytes to overwrite in place), and a cache folder."""
     path = write_export({"StringIds": [{"id": 1, "value": "kernel_aaaa"}],
                          "CUPTI_ACTIVITY_KIND_KERNEL": [{"start": 10, "end": 20, "deviceId": 0, "globalPid": GPID,
                                                          "demangledName": 1, "shortName": 1}]},
-                        tmp_path / "run.sqlite")
-    cache = tmp_path / "cache"
+                        folder / "run.sqlite")
+    return path, folder / "cache"
+
+
+def test_an_in_place_edit_that_restores_the_mtime_is_seen(tmp_path, monkeypatch):
+    """Bytes overwritten in place, then `touch -r` back to the old mtime: the ctime still moves."""
+    monkeypatch.setattr(identity, "MARGIN_NS", 0)  # remember identities at once (no 2 s wait)
+    path, cache = one_kernel_export(tmp_path)
     first = content_key(path, cache)
     assert list((cache / "ids").iterdir())  # remembered by identity
     st = path.stat()
@@ -108,7 +113,6 @@ def test_an_in_place_edit_that_restores_the_mtime_is_seen(tmp_path, monkeypatch)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
     assert content_key(path, cache) != first
-
 
 
 def test_an_in_place_edit_through_a_shared_mmap_is_seen(tmp_path, monkeypatch):
@@ -127,11 +131,7 @@ def test_an_in_place_edit_through_a_shared_mmap_is_seen(tmp_path, monkeypatch):
 def _edit_through_mmap(tmp_path: Path) -> None:
     import mmap
 
-    path = write_export({"StringIds": [{"id": 1, "value": "kernel_aaaa"}],
-                         "CUPTI_ACTIVITY_KIND_KERNEL": [{"start": 10, "end": 20, "deviceId": 0, "globalPid": GPID,
-                                                         "demangledName": 1, "shortName": 1}]},
-                        tmp_path / "run.sqlite")
-    cache = tmp_path / "cache"
+    path, cache = one_kernel_export(tmp_path)
     first = content_key(path, cache)
     before = path.stat()
     time.sleep(0.05)  # past the file system's timestamp tick (identity.MARGIN_NS covers this in use)
