@@ -115,7 +115,7 @@ def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=
     come after the config's (a rule of the same id replaces the earlier one). `--set NAME=VALUE`
     (no rule id) sets one of the analysis's settings."""
     from nsys_diagnose.engine.catalog import load_rules
-    from nsys_diagnose.engine.params import checked_settings, is_setting, parse_overrides, parse_settings
+    from nsys_diagnose.engine.params import checked_settings, parse_sets
     from nsys_diagnose.engine.selection import (
         merge_overrides,
         overrides_from,
@@ -125,10 +125,9 @@ def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=
     )
 
     rules = load_rules([*cfg.rule_dirs(), *rule_dirs])
-    overrides = merge_overrides(overrides_from(cfg.params, rules, origin=f"{cfg.origin} params"),
-                                parse_overrides([s for s in sets if not is_setting(s)], rules))
-    settings = checked_settings(cfg.settings, origin=f"{cfg.origin} settings") | parse_settings(
-        [s for s in sets if is_setting(s)])
+    set_overrides, set_settings = parse_sets(sets, rules)
+    overrides = merge_overrides(overrides_from(cfg.params, rules, origin=f"{cfg.origin} params"), set_overrides)
+    settings = checked_settings(cfg.settings, origin=f"{cfg.origin} settings") | set_settings
     chosen = resolve(rules, select or cfg.select, ignore or cfg.ignore,
                      origin="--select" if select else f"{cfg.origin} select",
                      ignore_origin="--ignore" if ignore else f"{cfg.origin} ignore")

@@ -11,7 +11,7 @@ from nsys_diagnose.compare.comparison import compare
 from nsys_diagnose.compare.render import FORMATS
 from nsys_diagnose.compare.verdict import Settings
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.engine.params import is_setting, parse_overrides, parse_settings
+from nsys_diagnose.engine.params import parse_sets
 from nsys_diagnose.ingest import nsysrep
 from nsys_diagnose.ingest.database import check_input
 from nsys_diagnose.output import output_file, publish, say
@@ -56,8 +56,7 @@ def compare_command(before: Path, after: Path, fmt: str, output: Path | None, fa
             check_input(path)
     target = output_file(output, [before, after])  # None: stdout
     rules = load_rules(rule_dirs)
-    overrides = parse_overrides([s for s in sets if not is_setting(s)], rules)
-    analysis_settings = parse_settings([s for s in sets if is_setting(s)])
+    overrides, analysis_settings = parse_sets(sets, rules)
     settings = Settings(min_effect_pct=min_effect, alpha=alpha, confidence=confidence, min_steps=min_steps,
                         assume_comparable=assume_comparable, large_effect_pct=large_effect)
     result = compare(before, after, settings=settings, rules=rules, overrides=overrides,

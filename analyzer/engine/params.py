@@ -184,6 +184,13 @@ def parse_settings(pairs: list[str] | tuple[str, ...]) -> dict[str, int | float]
     return out
 
 
+def parse_sets(pairs: list[str] | tuple[str, ...], rules: dict[str, Rule]
+               ) -> tuple[dict[str, dict[str, Any]], dict[str, int | float]]:
+    """--set's strings -> (rule parameter overrides, settings): `ID.PARAM=VALUE` and `NAME=VALUE`."""
+    return (parse_overrides([p for p in pairs if not is_setting(p)], rules),
+            parse_settings([p for p in pairs if is_setting(p)]))
+
+
 def checked_settings(values: Mapping[str, Any] | None, origin: str = "settings") -> dict[str, int | float]:
     """Settings given typed (TOML, Python) or as text, each checked as --set checks it; a usage
     error naming `origin` and the setting at the first that is not valid."""
