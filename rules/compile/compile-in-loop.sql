@@ -5,12 +5,9 @@ WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM st
 st AS (
   SELECT s.pid, s.step, s.start_ns, s.end_ns, s.duration_ns
   FROM steps s JOIN ss USING (pid) WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns),
-loads AS (
-  SELECT pid, start_ns FROM api_calls
-  WHERE category = 'module' AND regexp_matches(api, '^cu(da)?(Module|Library)Load')),
-spawns AS (
-  -- programs started (compilers); a fork without a program is a worker process (step_churn)
-  SELECT pid, start_ns FROM osrt_calls WHERE name IN ('posix_spawn', 'posix_spawnp', 'vfork', 'execve')),
+loads AS (SELECT pid, start_ns FROM api_calls WHERE category = 'module' AND is_module_load(api)),
+-- programs started (compilers); a fork is a worker process (step_churn's worker start-up)
+spawns AS (SELECT pid, start_ns FROM osrt_calls WHERE process_start(name) = 'program'),
 per_step AS (
   SELECT st.*,
          (SELECT count(*) FROM loads l WHERE l.pid = st.pid AND l.start_ns >= st.start_ns AND l.start_ns < st.end_ns) AS module_loads,

@@ -1,5 +1,16 @@
 -- include: normalize, phases
 
+-- What an OS call starts, by its name: 'program' (a compiler or another tool: posix_spawn, vfork,
+-- execve) or 'fork' (a copy of this process: multiprocessing's workers, a DataLoader's); NULL for
+-- every other call.
+CREATE MACRO process_start(name) AS
+  CASE WHEN name IN ('posix_spawn', 'posix_spawnp', 'vfork', 'execve') THEN 'program'
+       WHEN name = 'fork' THEN 'fork' END;
+
+-- A CUDA call that loads GPU code (cuModuleLoad*, cuLibraryLoad*: kernels compiled or first used
+-- now), by its API name.
+CREATE MACRO is_module_load(api) AS regexp_matches(api, '^cu(da)?(Module|Library)Load');
+
 -- The GPU operations of each step (see step_times), one pass shared by step_times and
 -- step_profile: one row per (step, operation kind, name, launch shape), the grain both need.
 -- shape: a hash of a kernel's grid and block sizes (0 for other operations).
@@ -137,13 +148,11 @@ bounds AS (
 marks AS (
   SELECT pid, start_ns, end_ns, (category = 'sync' OR api LIKE '%Event%') AND api NOT LIKE '%StreamWaitEvent%' AS search,
          api LIKE '%Event%' AND api NOT LIKE '%StreamWaitEvent%' AS event,
-         regexp_matches(api, '^cu(da)?(Module|Library)Load') AS load, false AS spawn, false AS fork, duration_ns
+         is_module_load(api) AS load, false AS spawn, false AS fork, duration_ns
   FROM api_calls WHERE category IN ('event', 'sync', 'module')
   UNION ALL
-  -- a program started (a compiler: subprocess, posix_spawn) or a copy of this process (fork:
-  -- multiprocessing's workers, a DataLoader's)
-  SELECT pid, start_ns, end_ns, false, false, false, name <> 'fork', name = 'fork', 0 FROM osrt_calls
-  WHERE name IN ('posix_spawn', 'posix_spawnp', 'fork', 'vfork', 'execve')),
+  SELECT pid, start_ns, end_ns, false, false, false, process_start(name) = 'program', process_start(name) = 'fork', 0
+  FROM osrt_calls WHERE process_start(name) IS NOT NULL),
 per_marks AS (
   SELECT s.pid, s.step, count(*) FILTER (WHERE m.search) AS search_calls, count(*) FILTER (WHERE m.load) AS module_loads,
          sum(m.duration_ns) FILTER (WHERE m.load) AS load_ns,
