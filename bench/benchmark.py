@@ -163,7 +163,7 @@ def stage_lines(st: dict, label: str) -> list[str]:
         lines += [f"| {name} | {sec:.2f} |" for name, sec in sorted(st["per_file"].items())]
     if st.get("per_statement"):
         top = sorted(st["per_statement"].items(), key=lambda kv: -kv[1][1])[:10]
-        total = sum(t for _, t in st["per_statement"].values())
+        total = sum(v[1] for v in st["per_statement"].values())
         lines.append(f"\n| the ten costliest ingest statements (of {len(st['per_statement'])}, "
                      f"{total:.2f} s in all) | runs | s | share |\n|---|---|---|---|")
         lines += [f"| {name} | {n} | {sec:.2f} | {100 * sec / total:.0f} % |" for name, (n, sec, *_) in top]

@@ -37,6 +37,8 @@ CAUSE_RULES = {
     "numeric-format": {"numeric-format", "fp32-gemm"}, "unsteady-steps": {"unsteady-steps"}, "call-flood": {"call-flood"},
     # round four: threads of one process contending for the GIL
     "gil": {"gil-contention"}, "layout": {"layout-conversions"}, "alignment": {"gemm-alignment"},
+    # round nine: every launch call waits for its own kernel (CUDA_LAUNCH_BLOCKING=1 left on)
+    "synchronous-launches": {"synchronous-launches"},
 }
 
 

@@ -61,6 +61,7 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        ci.top_call_cause, coalesce(ci.top_call_idle_ns, 0) AS top_call_idle_ns,
        round(100.0 * coalesce(ci.top_call_idle_ns, 0) / nullif(ss.window_ns, 0), 2) AS top_call_idle_pct,
        li.top_place, round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) AS top_place_pct,
+       coalesce(lw.synchronous, false) AS synchronous_launches,
        k.launch_tid, k.top_launch_api, coalesce(bl.blocking_calls, 0) AS blocking_calls,
        CAST(round(coalesce(bl.blocking_calls, 0) / nullif(st.steps, 0)) AS BIGINT) AS blocking_per_step,
        CASE WHEN li.top_place IS NOT NULL
@@ -71,4 +72,5 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
 FROM base x JOIN ss USING (pid) LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
 LEFT JOIN blocking bl USING (pid) LEFT JOIN call_idle ci USING (device_id, pid)
+LEFT JOIN launch_waits lw USING (device_id, pid)
 ORDER BY idle_ns DESC, x.device_id, x.pid

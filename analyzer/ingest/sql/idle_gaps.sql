@@ -40,6 +40,33 @@ FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind L
 UNION ALL
 SELECT pid, tid, start_ns, end_ns, end_ns - start_ns, api, 'poll'::label FROM polls;
 
+-- Per (device, process), the steady state's kernels launched one by one (not replayed in a CUDA
+-- graph) that outlast any launch call's own cost (sync_launch_min_kernel_ns), and how many of their
+-- launch calls returned only after the kernel had finished. An asynchronous launch returns while its
+-- kernel is queued or running (one stuck behind a full launch queue returns while older work runs,
+-- long before its own kernel ends); a launch that returns after its kernel waited for it: launches
+-- made synchronous by CUDA_LAUNCH_BLOCKING=1, a debugger or a sanitizer.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_RUNTIME
+-- @column device_id: CUDA device ordinal
+-- @column pid: OS process id
+-- @column kernels: steady-state kernels of at least sync_launch_min_kernel_ns with a launch call of their own, count
+-- @column waited: of them, kernels whose launch call ended at or after the kernel did, count
+-- @column waited_pct: waited over kernels, %
+-- @column waited_ns: host time those launch calls spent after their kernel started, ns
+-- @column synchronous: true when waited_pct is at least sync_launch_min_pct: every launch waits for
+-- its kernel, so the host can never queue work ahead of the GPU
+CREATE TABLE launch_waits AS
+SELECT k.device_id, k.pid, count(*) AS kernels, count(*) FILTER (WHERE k.launch_end_ns >= k.end_ns) AS waited,
+       round(100.0 * count(*) FILTER (WHERE k.launch_end_ns >= k.end_ns) / count(*), 2) AS waited_pct,
+       coalesce(sum(k.launch_end_ns - greatest(k.start_ns, k.launch_start_ns)) FILTER (WHERE k.launch_end_ns >= k.end_ns), 0)::BIGINT
+         AS waited_ns,
+       100.0 * count(*) FILTER (WHERE k.launch_end_ns >= k.end_ns) / count(*)
+         >= (SELECT value FROM phase_settings WHERE name = 'sync_launch_min_pct') AS synchronous
+FROM kernels k JOIN steady_state s ON s.pid = k.pid
+WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns AND k.graph_id IS NULL AND k.launch_end_ns IS NOT NULL
+  AND k.duration_ns >= (SELECT value FROM phase_settings WHERE name = 'sync_launch_min_kernel_ns')
+GROUP BY k.device_id, k.pid;
+
 -- The thread that launches most of a process's GPU work: the stand-in when the operation ending
 -- a gap has no known launching thread.
 CREATE TEMP TABLE main_threads AS

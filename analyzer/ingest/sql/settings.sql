@@ -34,6 +34,12 @@ INSERT INTO settings VALUES
   ('dispatch_gap_ns', 5000, 'int', 'ns', 0, NULL, 'phase_settings',
    'GPU idle gaps shorter than this are the GPU''s own dispatch latency between queued operations even in '
    'a healthy loop (about 1-3 us), so they get no cause (idle_gaps.sql, budget.sql).'),
+  ('sync_launch_min_kernel_ns', 10000, 'int', 'ns', 0, NULL, 'phase_settings',
+   'A kernel this long outlasts what any launch call costs the host: a launch call that returns only '
+   'after such a kernel has finished waited for it (launch_waits, idle_gaps.sql).'),
+  ('sync_launch_min_pct', 90, 'float', '%', 0, 100, 'phase_settings',
+   'Launches are synchronous when at least this share of those long kernels'' launch calls waited for '
+   'their kernel: an asynchronous launch never does, a few stragglers (a preempted thread) stay under it.'),
   ('churn_slow_factor', 1.5, 'float', 'ratio', 1, NULL, 'phase_settings',
    'A step unlike the usual one is churn at this many times its period: noise and small variations '
    'stay under it (step_times.sql).'),
