@@ -5,10 +5,13 @@ WITH ss AS (SELECT pid, end_ns - start_ns AS window_ns FROM steady_state),
 launch_idle AS (
   SELECT device_id, pid, sum(ns) AS launch_idle_ns, first(place ORDER BY ns DESC, place) FILTER (WHERE place IS NOT NULL) AS top_place
   FROM budget WHERE kind = 'idle' AND cause = 'launch' GROUP BY ALL),
+-- (the launches' median and API for the message, read only where launches are synchronous: a
+-- median over every kernel of a 1e7-kernel export costs a second)
 launches AS (
   SELECT k.device_id, k.pid, count(*) AS launches, median(k.launch_end_ns - k.launch_start_ns) AS median_launch_ns,
          mode(k.launch_api)::VARCHAR AS launch_api
   FROM kernels k JOIN steady_state s ON s.pid = k.pid
+  JOIN (SELECT device_id, pid FROM launch_waits WHERE synchronous) w ON w.device_id = k.device_id AND w.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns AND k.graph_id IS NULL AND k.launch_end_ns IS NOT NULL
   GROUP BY ALL)
 SELECT w.device_id, w.pid, (SELECT value FROM settings WHERE name = 'sync_launch_min_kernel_ns')::BIGINT AS min_kernel_ns,
