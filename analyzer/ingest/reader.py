@@ -164,6 +164,9 @@ def _remember_verified(extension: str, folder: Path | None) -> None:
             write_atomic(folder / VERIFIED_RECORD, repr(ident))
 
 
+EXPORT_DB = "nsys_export"  # the scanner's name for the export, attached for sqlite_query
+
+
 class ScannerReader:
     name = "scanner"
 
@@ -171,6 +174,7 @@ class ScannerReader:
         con.execute(f"LOAD {sql_string(extension)}")
         _remember_verified(extension, record)
         self.con, self.path = con, path
+        self.attached = False  # the export, attached read-only on the first table with text
 
     def relation(self, alias: str, table: str | None, columns: dict[str, str], present: set[str],
                  where: str | None = None) -> None:
@@ -182,9 +186,34 @@ class ScannerReader:
             self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} WHERE false")
             return
         filt = f" WHERE {where}" if where else ""
+        if any(columns[c] == "VARCHAR" for c in present if c in columns):
+            self._text_relation(alias, table, columns, present, filt)
+            return
         self.con.execute(
             f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} FROM sqlite_scan({sql_string(str(self.path))}, "
             f"{sql_string(table)}){filt}")
+
+    def _text_relation(self, alias: str, table: str, columns: dict[str, str], present: set[str], filt: str) -> None:
+        """A table with text columns, read through SQLite's own SQL so that a long value is cut
+        inside SQLite, one value at a time: sqlite_scan hands each value over whole, and an
+        export whose name cells share one self-referencing overflow chain (60 MB that reads as
+        1.9 GB of text) then took 3.7 GB (issue 36). sqlite_query gives every value as text
+        and reads on one thread; the tables that hold text are small beside the GPU tables."""
+        if not self.attached:
+            self.con.execute(f"ATTACH {sql_string(str(self.path))} AS {EXPORT_DB} (TYPE sqlite, READ_ONLY)")
+            self.attached = True
+        read = [c for c in columns if c in present]
+        inner = ", ".join(f"{SQLITE_CUT.format(c=quote(c), n=MAX_TEXT_CHARS) if columns[c] == 'VARCHAR' else quote(c)}"
+                          f" AS {quote(c)}" for c in read)
+        # the scanner's text as before (UTF-8 or BLOB text), then the marker's size as limits.marker writes it
+        middle = ", ".join(f"{SCANNER_TEXT.format(c=quote(c)) if columns[c] == 'VARCHAR' else f'TRY_CAST({quote(c)} AS {columns[c]})'}"
+                           f" AS {quote(c)}" for c in read)
+        outer = ", ".join(MARKED.format(c=quote(c), n=MAX_TEXT_CHARS) if c in present and t == "VARCHAR"
+                          else quote(c) if c in present else f"CAST(NULL AS {t}) AS {quote(c)}"
+                          for c, t in columns.items())
+        query = sql_string(f"SELECT {inner} FROM {quote(table)}")
+        self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {outer} FROM (SELECT {middle} FROM "
+                         f"sqlite_query({sql_string(EXPORT_DB)}, {query}){filt}) AS t")
 
 
 class Sqlite3Reader:
