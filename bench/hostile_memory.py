@@ -112,14 +112,16 @@ def overflow_chain(folder: Path, cells: int = 30, mb: int = 58) -> Path:
     return out
 
 
-# User rules whose memory DuckDB's memory_limit does not bound (issue 36: 3.9, 4.2 and 1.7 GB);
-# each runs alone on the dataloader_bound export
+# User rules whose memory DuckDB's memory_limit does not bound (issue 36: 3.9, 4.2 and 1.7 GB),
+# and one whose rows the runner held in Python; each runs alone on the dataloader_bound export
 RULES = {
     "rule_repeat_2e9": "SELECT length(repeat('x', 2000000000)) AS x",
     "rule_doubling_cte": "WITH RECURSIVE t(n, s) AS (SELECT 1, 'x' UNION ALL SELECT n + 1, s || s FROM t "
                          "WHERE n < 32) SELECT max(length(s)) AS x FROM t",
     "rule_999999_rows_of_1kb": "SELECT count(*) AS x FROM (SELECT range AS i, repeat('y', 1000) AS v "
                                "FROM range(999999) ORDER BY v || i)",
+    # a result of a million rows, as hot-kernels gives for a million distinct kernel names
+    "rule_999999_rows_returned": "SELECT range AS x, repeat('y', 1000) AS y FROM range(999999)",
 }
 
 

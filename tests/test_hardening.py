@@ -411,3 +411,32 @@ def test_name_cells_on_one_self_referencing_overflow_page(tmp_path, export, read
     assert r.returncode == 0 and only_wrote(r.stderr), r.stderr
     assert json.loads(r.stdout)["metrics"]["kernel_count"] == 3
     assert peak < small + 150, f"{peak} MiB, {small} MiB on a small export"
+
+
+def test_a_rule_of_many_rows_holds_few_in_python(tmp_path, export):
+    """A rule returning 300,000 rows (issue 36: 1e6 distinct kernel names gave hot-kernels a million,
+    held as Python dicts up to the rules' ceiling, then out of memory): the runner keeps the rows
+    the report shows and each finding's rows, counts the rest, and Python allocates a few MB."""
+    import tracemalloc
+
+    from nsys_diagnose.engine.catalog import load_rule
+    from nsys_diagnose.engine.runner import run_rule
+    from nsys_diagnose.ingest.database import open_trace
+
+    from .test_security import write_rule
+
+    rule = load_rule(write_rule(tmp_path / "rules", "many-rows", "SELECT range AS x, 'name ' || range AS y, "
+                                "range % 7 = 0 AS b FROM range(300000) ORDER BY range", when="x % 1000 = 999",
+                                extra="rows_limit: 20\n"))
+    trace = open_trace(export, use_cache=False)
+    tracemalloc.start()
+    try:
+        result = run_rule(trace.con, rule, {}, trace.captured)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        trace.close()
+    assert (result.status, result.row_count) == ("fired", 300_000), result.reason
+    assert [r["x"] for r in result.rows] == list(range(20)) and result.rows[3] == {"x": 3, "y": "name 3", "b": False}
+    assert [f.evidence["x"] for f in result.findings] == [999 + 1000 * i for i in range(10)]
+    assert peak < 30 << 20, f"{peak >> 20} MiB allocated in Python"

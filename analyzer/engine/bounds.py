@@ -48,23 +48,29 @@ def bounded(cursor: duckdb.DuckDBPyConnection, sql: str, args: dict[str, Any]) -
     return f"SELECT {', '.join(select)} FROM ({sql}) AS bounded_rows", columns
 
 
-def unwrap(columns: list[tuple[str, str]], raw: list[tuple[Any, ...]]) -> tuple[list[str], list[list[Any]]]:
-    """The rows of bounded()'s SQL as (names, rows): every cut value marked as cut."""
-    kinds = [_variable(t) for _, t in columns]
-    rows = []
-    for r in raw:
-        values, j = [], 0
-        for kind, (_, type_name) in zip(kinds, columns):
-            value = r[j]
-            if kind is None:
-                j += 1
-            else:
-                size = r[j + 1]
-                j += 2
-                if size is not None and kind == "text" and value is not None:
-                    value = clip(value, MAX_VALUE_BYTES, size)
-                elif size is not None:
-                    value = too_large(size, type_name.split("(")[0].lower())
-            values.append(value)
-        rows.append(values)
-    return [name for name, _ in columns], rows
+def positions(columns: list[tuple[str, str]]) -> list[int]:
+    """Where each column's value sits in a row of bounded()'s SQL (a cut column takes two places)."""
+    at, j = [], 0
+    for _, type_name in columns:
+        at.append(j)
+        j += 1 if _variable(type_name) is None else 2
+    return at
+
+
+def unwrap_row(columns: list[tuple[str, str]], r: tuple[Any, ...]) -> list[Any]:
+    """One row of bounded()'s SQL, every cut value marked as cut."""
+    values, j = [], 0
+    for _, type_name in columns:
+        kind = _variable(type_name)
+        value = r[j]
+        if kind is None:
+            j += 1
+        else:
+            size = r[j + 1]
+            j += 2
+            if size is not None and kind == "text" and value is not None:
+                value = clip(value, MAX_VALUE_BYTES, size)
+            elif size is not None:
+                value = too_large(size, type_name.split("(")[0].lower())
+        values.append(value)
+    return values

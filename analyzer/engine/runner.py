@@ -36,6 +36,7 @@ MAX_RULE_TIMEOUT_S = 86_400.0
 MAX_RULES_AT_ONCE = 4
 SIDE_BY_SIDE_MAX_BYTES = 512 << 20  # rules on a bigger database run one at a time (_workers)
 MAX_RULE_ROWS = 1_000_000  # a result this long is a runaway query (say, a cross join), not evidence
+FETCH_ROWS = 10_000  # a rule's rows are read this many at a time (_Kept keeps the few the report uses)
 
 
 def rule_timeout_s() -> float:
@@ -200,12 +201,16 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
         used = cursor.extract_statements(sql)[0].named_parameters
         timer.start()
 
-        def query() -> tuple[list[str], list[list[Any]]]:
+        def query() -> _Kept:
             args = {k: v for k, v in params.items() if k in used}
             capped, columns = bounds.bounded(cursor, sql, args)  # values cut in DuckDB (bounds.py)
-            return bounds.unwrap(columns, cursor.execute(capped, args).fetchmany(MAX_RULE_ROWS + 1))
-        names, raw = with_memory_retry(cursor, query)
-        if len(raw) > MAX_RULE_ROWS:
+            kept = _Kept(rule, columns)
+            result = cursor.execute(capped, args)
+            while (chunk := result.fetchmany(FETCH_ROWS)) and kept.count <= MAX_RULE_ROWS:
+                kept.add(chunk)
+            return kept
+        kept = with_memory_retry(cursor, query)
+        if kept.count > MAX_RULE_ROWS:
             raise ValueError(f"more than {MAX_RULE_ROWS:,} result rows: a rule returns an evidence table, "
                              "aggregate in SQL")
     except Exception as e:  # a broken rule must not stop the others
@@ -223,15 +228,11 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
     # Rendering counts against the same time limit, and the rows and findings kept against the
     # rule's byte budget (limits.py): what is left out is still counted in row_count.
     deadline = started + timeout_s
-    flag_cols = [n for n in names if n.startswith(("__finding_", "__advice_"))]
-    rows = [dict(zip(names, map(plain, r))) for r in raw]
-    evidence_rows = [{k: v for k, v in row.items() if k not in flag_cols} for row in rows]
     findings: list[Finding] = []
     budget = limits.MAX_RULE_BYTES
     try:
-        for i, spec in enumerate(rule.findings):
-            hits = [(row, ev) for row, ev in zip(rows, evidence_rows) if row[f"__finding_{i}"]]
-            for row, ev in hits[: spec.limit]:
+        for spec, hits in zip(rule.findings, kept.hits):
+            for row, ev in hits:
                 if time.perf_counter() > deadline:
                     return _failed(base, f"{rule.source}: interrupted after {timeout_s:g} s while rendering its "
                                          "findings (a rule may take at most that long)", started)
@@ -249,10 +250,53 @@ def _run_on(cursor: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, 
                 findings.append(finding)
     except Exception as e:  # KeyError, ValueError, OverflowError (an infinite impact), ...
         return _failed(base, f"{rule.source}: message template: {e}", started)
-    kept, _ = limits.within_budget(evidence_rows[: rule.rows_limit], max(0, budget))
+    rows, _ = limits.within_budget(kept.rows, max(0, budget))
     return RuleResult(**base, status="fired" if findings else "passed", findings=findings,
-                      rows=kept, row_count=len(rows), display=rule.display,
+                      rows=rows, row_count=kept.count, display=rule.display,
                       seconds=time.perf_counter() - started)
+
+
+class _Kept:
+    """What the report takes from a rule's result, fed chunk by chunk: the leading rows of its
+    table and, per finding spec, the leading rows where its `when` holds, each as many as the
+    rule keeps and its byte budget (limits.MAX_RULE_BYTES) lets through; every other row is
+    only counted. A rule of a million rows (one per distinct kernel name) held them all as
+    Python dicts, 1.4 GB (issue 36); this holds a few hundred whatever the count."""
+
+    def __init__(self, rule: Rule, columns: list[tuple[str, str]]):
+        self.columns = columns
+        names = [name for name, _ in columns]
+        at = dict(zip(names, bounds.positions(columns)))
+        self.flags = {n for n in names if n.startswith(("__finding_", "__advice_"))}
+        # where each spec's `when` sits in a raw row, how many of its rows it may use
+        self.specs = [(at[f"__finding_{i}"], spec.limit) for i, spec in enumerate(rule.findings)]
+        self.rows_limit = rule.rows_limit
+        self.count = 0
+        self.rows: list[dict[str, Any]] = []
+        self.hits: list[list[tuple[dict[str, Any], dict[str, Any]]]] = [[] for _ in rule.findings]
+        self._row_bytes = 0
+        self._hit_bytes = [0] * len(rule.findings)
+
+    def add(self, chunk: list[tuple[Any, ...]]) -> None:
+        for raw in chunk:
+            self.count += 1
+            row = None
+            if len(self.rows) < self.rows_limit and self._row_bytes <= limits.MAX_RULE_BYTES:
+                row, ev = self._convert(raw)
+                self.rows.append(ev)
+                self._row_bytes += limits.json_size(ev)
+            for i, (flag, limit) in enumerate(self.specs):
+                # past MAX_RULE_BYTES of evidence, the findings' budget is spent before these
+                if raw[flag] and len(self.hits[i]) < limit and self._hit_bytes[i] <= limits.MAX_RULE_BYTES:
+                    if row is None:
+                        row, ev = self._convert(raw)
+                    self.hits[i].append((row, ev))
+                    self._hit_bytes[i] += limits.json_size(ev)
+
+    def _convert(self, raw: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the row with its `when` and advice flags, its evidence without them)"""
+        row = dict(zip((name for name, _ in self.columns), map(plain, bounds.unwrap_row(self.columns, raw))))
+        return row, {k: v for k, v in row.items() if k not in self.flags}
 
 
 def _failed(base: dict[str, Any], reason: str, started: float) -> RuleResult:
