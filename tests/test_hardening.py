@@ -440,3 +440,27 @@ def test_a_rule_of_many_rows_holds_few_in_python(tmp_path, export):
     assert [r["x"] for r in result.rows] == list(range(20)) and result.rows[3] == {"x": 3, "y": "name 3", "b": False}
     assert [f.evidence["x"] for f in result.findings] == [999 + 1000 * i for i in range(10)]
     assert peak < 30 << 20, f"{peak >> 20} MiB allocated in Python"
+
+
+def test_the_api_medians_are_median_without_its_memory():
+    """cuda-api-overhead takes its medians from each API's distinct durations and their counts:
+    median()'s state holds every call's value outside DuckDB's cap (at 1e7 kernels 600 MB, the
+    cold run's peak). Each median equals median() over the same calls, all of them and the
+    steady state's, on an export with APIs of even and odd call counts."""
+    from nsys_diagnose.engine.catalog import load_rules
+    from nsys_diagnose.engine.runner import run_rule
+    from nsys_diagnose.ingest.database import open_trace
+
+    from .conftest import FIXTURES
+
+    trace = open_trace(FIXTURES / "exports" / "optimizer_launch_bound.sqlite", use_cache=False)
+    try:
+        result = run_rule(trace.con, load_rules()["cuda-api-overhead"], {}, trace.captured)
+        expected = {(api, layer): (median, steady) for api, layer, median, steady in trace.con.execute(
+            "SELECT a.api, a.layer, median(a.duration_ns), median(a.duration_ns) FILTER (WHERE a.start_ns >= ss.start_ns "
+            "AND a.start_ns < ss.end_ns) FROM api_calls a LEFT JOIN steady_state ss ON ss.pid = a.pid GROUP BY ALL").fetchall()}
+    finally:
+        trace.close()
+    rows = {(r["api"], r["layer"]): (r["median_ns"], r["steady_median_ns"]) for r in result.rows}
+    assert rows == expected and len(rows) == result.row_count
+    assert {r["calls"] % 2 for r in result.rows} == {0, 1}

@@ -3,25 +3,46 @@
 -- state (steady_state), where it exists, so start-up and warm-up launches do not decide it.
 -- Each table is read once for the whole trace and its steady state together (a call is in the
 -- steady state when it starts inside its process's window; steady_state has a row per process).
-WITH per_api_calls AS (
+WITH calls AS (
+  SELECT a.api, a.layer, a.category, a.duration_ns, a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns AS steady
+  FROM api_calls a LEFT JOIN steady_state ss ON ss.pid = a.pid),
+-- The medians from each API's distinct durations and their counts, not median(): its state holds
+-- every value of a group outside DuckDB's memory cap (at 1e7 kernels, 2e7 calls: 600 MB, the
+-- cold run's peak); this is the same value (quantile_cont's interpolation, in the same order).
+durations AS (
+  SELECT api, layer, duration_ns, count(*) AS n, count(*) FILTER (WHERE steady) AS steady_n
+  FROM calls WHERE duration_ns IS NOT NULL GROUP BY ALL),
+ranked AS (
+  SELECT *, sum(n) OVER w - n AS below, sum(n) OVER (PARTITION BY api, layer) AS total,
+         sum(steady_n) OVER w - steady_n AS steady_below, sum(steady_n) OVER (PARTITION BY api, layer) AS steady_total
+  FROM durations WINDOW w AS (PARTITION BY api, layer ORDER BY duration_ns ROWS UNBOUNDED PRECEDING)),
+middle AS (  -- the durations at the two middle ranks (0-based (n - 1) // 2 and n // 2), all calls and steady ones
+  SELECT api, layer,
+         any_value(duration_ns) FILTER ((total - 1) // 2 BETWEEN below AND below + n - 1)::DOUBLE AS lo,
+         any_value(duration_ns) FILTER (total // 2 BETWEEN below AND below + n - 1)::DOUBLE AS hi,
+         any_value(duration_ns) FILTER ((steady_total - 1) // 2 BETWEEN steady_below AND steady_below + steady_n - 1)::DOUBLE
+           AS steady_lo,
+         any_value(duration_ns) FILTER (steady_total // 2 BETWEEN steady_below AND steady_below + steady_n - 1)::DOUBLE
+           AS steady_hi
+  FROM ranked GROUP BY api, layer),
+per_api_calls AS (
   SELECT api, layer, any_value(category) AS category, count(*) AS calls,
-         sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns,
+         sum(duration_ns) AS total_ns, avg(duration_ns) AS avg_ns,
          min(duration_ns) AS min_ns, max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns,
          count(*) FILTER (WHERE steady) AS steady_calls,
-         coalesce(sum(duration_ns) FILTER (WHERE steady), 0) AS steady_total_ns,
-         median(duration_ns) FILTER (WHERE steady) AS steady_median_ns
-  FROM (SELECT a.api, a.layer, a.category, a.duration_ns, a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns AS steady
-        FROM api_calls a LEFT JOIN steady_state ss ON ss.pid = a.pid)
-  GROUP BY api, layer),
+         coalesce(sum(duration_ns) FILTER (WHERE steady), 0) AS steady_total_ns
+  FROM calls GROUP BY api, layer),
 -- pid: the process that spends the most host time in the API (the budget slice it draws on),
 -- the lowest pid on a tie
 top_pid AS (
   SELECT api, layer, first(pid ORDER BY ns DESC, pid) AS pid
   FROM (SELECT api, layer, pid, sum(duration_ns) AS ns FROM api_calls GROUP BY ALL) GROUP BY ALL),
 per_api AS (
-  SELECT a.api, a.layer, a.category, t.pid, a.calls, a.total_ns, a.avg_ns, a.median_ns, a.min_ns, a.max_ns,
-         a.stddev_ns, a.steady_calls, a.steady_total_ns, a.steady_median_ns
-  FROM per_api_calls a JOIN top_pid t ON t.api IS NOT DISTINCT FROM a.api AND t.layer IS NOT DISTINCT FROM a.layer),
+  SELECT a.api, a.layer, a.category, t.pid, a.calls, a.total_ns, a.avg_ns, m.lo + (m.hi - m.lo) * 0.5 AS median_ns,
+         a.min_ns, a.max_ns, a.stddev_ns, a.steady_calls, a.steady_total_ns,
+         m.steady_lo + (m.steady_hi - m.steady_lo) * 0.5 AS steady_median_ns
+  FROM per_api_calls a JOIN top_pid t ON t.api IS NOT DISTINCT FROM a.api AND t.layer IS NOT DISTINCT FROM a.layer
+  LEFT JOIN middle m ON m.api IS NOT DISTINCT FROM a.api AND m.layer IS NOT DISTINCT FROM a.layer),
 launched AS (
   SELECT g.launch_api AS api, count(*) AS gpu_ops, sum(g.duration_ns) AS gpu_ns,
          sum(g.duration_ns) FILTER (WHERE g.launch_start_ns >= ss.start_ns AND g.launch_start_ns < ss.end_ns)
