@@ -382,6 +382,35 @@ def test_names_past_the_enum_bound_are_text_and_the_report_is_the_same(tmp_path,
     assert as_text == as_enum
 
 
+@pytest.mark.parametrize("source", ["corpus", "optimizer_launch_bound"])
+def test_text_read_inside_sqlite_is_the_scanners_text(tmp_path, monkeypatch, source):
+    """The scanner reads a table with a text value past the cut through sqlite_query, the cut
+    inside SQLite; on exports whose texts are all shorter (the corpus's names in other encodings,
+    blobs and numbers in text columns; a real export's NVTX, GPU, process and metadata tables),
+    that path gives the same report as sqlite_scan."""
+    from nsys_diagnose.analyze import analyze
+    from nsys_diagnose.ingest.reader import ScannerReader
+
+    from .conftest import FIXTURES
+    from .test_bad_inputs import corpus_tables
+
+    path = (write_export(corpus_tables(), tmp_path / "corpus.sqlite") if source == "corpus"
+            else FIXTURES / "exports" / f"{source}.sqlite")
+
+    def report() -> dict:
+        doc = analyze(path, use_cache=False, reader="scanner").model_dump(mode="json")
+        for rule in doc["rules"]:
+            rule.pop("seconds", None)
+        doc["input"] = {}
+        return doc
+
+    scanned = report()
+    read = []
+    monkeypatch.setattr(ScannerReader, "_long_text", lambda self, table, text: read.append(table) or True)
+    assert report() == scanned
+    assert "StringIds" in read and (source == "corpus" or {"NVTX_EVENTS", "TARGET_INFO_GPU", "PROCESSES"} <= set(read))
+
+
 def peak_rss_mib(*args) -> tuple[int, subprocess.CompletedProcess]:
     """A CLI run in a fresh process: (its peak RSS in MiB, the run)."""
     r = subprocess.run([sys.executable, "-c", "import resource, sys\nfrom nsys_diagnose.main import main\n"
