@@ -12,7 +12,9 @@ from pathlib import Path
 
 from .conftest import ROOT
 
-CEILING = 27
+# 27, plus the scanner's bounded path for a table with text past the cut (issue 36: ATTACH, the
+# SQLite query that finds such a value, the SQLite SELECT that cuts it, the view over it)
+CEILING = 31
 _SQL = re.compile(r"^\s*\(?\s*(SELECT|WITH|CREATE|INSERT|DROP|PRAGMA|SET|DESCRIBE|COPY|ATTACH|DETACH|UPDATE|DELETE|"
                   r"ALTER|BEGIN|COMMIT|ROLLBACK|CHECKPOINT|INSTALL|LOAD|EXPLAIN|SUMMARIZE|FROM)\b")
 
