@@ -28,7 +28,7 @@ from nsys_diagnose.engine import bounds, claims, headlines
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult, as_subquery
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.errors import UsageError
-from nsys_diagnose.ingest.database import RULES_MEMORY_LIMIT, is_corrupt, memory_limit, with_memory_retry
+from nsys_diagnose.ingest.database import RULES_MEMORY_LIMIT, is_corrupt, memory_limit, thread_config, with_memory_retry
 from nsys_diagnose.units import render
 
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
@@ -150,14 +150,15 @@ def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict
 
 
 def _workers(con: duckdb.DuckDBPyConnection, rules: int) -> int:
-    """How many rules run at once: as many as DuckDB has threads (at most MAX_RULES_AT_ONCE) on a
-    small trace, where a rule's time is mostly DuckDB planning it on one core; one on a database
-    over SIDE_BY_SIDE_MAX_BYTES, where each rule already uses every core and two at once hold two
-    working sets (at 1e7 kernels, 120 MB more RSS for 7 % less time)."""
-    threads, used_bytes = con.execute(
-        "SELECT current_setting('threads')::INTEGER, "
-        "(SELECT sum(used_blocks * block_size) FROM pragma_database_size())").fetchone() or (1, 0)
-    return max(1, min(threads, MAX_RULES_AT_ONCE, rules)) if (used_bytes or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
+    """How many rules run at once: as many as the cores, or the threads NSYS_DIAGNOSE_THREADS
+    gives (at most MAX_RULES_AT_ONCE), on a small trace, where a rule's time is mostly DuckDB
+    planning it on one core (a database under database.SMALL_EXPORT_BYTES gets one thread a
+    query: they run side by side instead); one on a database over SIDE_BY_SIDE_MAX_BYTES, where
+    each rule already uses every core and two at once hold two working sets (at 1e7 kernels,
+    120 MB more RSS for 7 % less time)."""
+    used_bytes = con.execute("SELECT sum(used_blocks * block_size) FROM pragma_database_size()").fetchone()
+    threads = thread_config().get("threads", os.cpu_count() or 1)
+    return max(1, min(threads, MAX_RULES_AT_ONCE, rules)) if (used_bytes and used_bytes[0] or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
 
 
 def _stop(futures: list[Future[RuleResult]], cursors: list[duckdb.DuckDBPyConnection]) -> None:

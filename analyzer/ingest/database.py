@@ -44,7 +44,7 @@ RULES_MEMORY_LIMIT = "300MB"
 # ingest, or the one query, is then redone once with this much, rather than failing.
 RETRY_MEMORY_LIMIT = "4GB"
 MAX_THREADS = 1024
-SMALL_EXPORT_BYTES = 64 << 20  # the ingest of a smaller export runs as one transaction (_build)
+SMALL_EXPORT_BYTES = 64 << 20  # a smaller export's ingest runs as one transaction, in one thread (_build)
 MAX_LABELS = 10_000  # distinct names (kernels, API and OS calls) the `label` ENUM may hold (_label_type)
 _SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
 _UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
@@ -284,9 +284,10 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
     missing = schema.missing_columns(tables)
     if missing:
         raise InputError(path, f"table {missing[0]} lacks its column {missing[1]}, which every nsys export has")
+    small = path.stat().st_size < SMALL_EXPORT_BYTES
     # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of growing
     # with the trace (a 1e7-kernel export stays under 1 GB of RSS). Set in the config, not in SQL.
-    con = duckdb.connect(str(out), config=ingest_config(out.parent) | thread_config() | {
+    con = duckdb.connect(str(out), config=ingest_config(out.parent) | thread_config(small) | {
         "memory_limit": memory_limit,
         "temp_directory": str(out) + ".spill",
         "preserve_insertion_order": False,  # ingest in parallel (ingest.md 4.2)
@@ -309,7 +310,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         # On a small export each statement's own commit costs more than its work (up to a tenth of
         # the run); on a big one a single transaction would hold every dropped intermediate until
         # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT_BYTES.
-        one_transaction = path.stat().st_size < SMALL_EXPORT_BYTES
+        one_transaction = small
         if one_transaction:
             con.begin()
         statements = _statements_of(modules, settings)
@@ -401,17 +402,23 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
                                                             "autoload_known_extensions": False,
                                                             "autoinstall_known_extensions": False,
                                                             "memory_limit": memory_limit(RULES_MEMORY_LIMIT),
-                                                            "asof_loop_join_threshold": 0} | thread_config())
+                                                            "asof_loop_join_threshold": 0}
+                          | thread_config(db.stat().st_size < SMALL_EXPORT_BYTES))
     con.execute("SET enable_progress_bar = false")  # see build()
     return con
 
 
-def thread_config() -> dict:
-    """DuckDB's threads per connection: all cores unless NSYS_DIAGNOSE_THREADS says (a batch
-    gives each of its worker processes a share, so that N workers do not run N x cores threads)."""
+def thread_config(small: bool = False) -> dict:
+    """DuckDB's threads per connection: as NSYS_DIAGNOSE_THREADS says (a batch gives each of its
+    worker processes a share, so that N workers do not run N x cores threads), else one for a
+    `small` database (SMALL_EXPORT_BYTES), else all cores. On a small one each statement is
+    mostly planning, and the threads' handovers cost more than they share: the launch_bound
+    export's ingest took 0.8 CPU s in one thread against 1.3 in two, its rules 0.5 s against
+    0.7 (2 cores, load 6; docs/benchmarks.md, session 15). The rules then run side by side
+    instead (engine/runner.py)."""
     raw = os.environ.get("NSYS_DIAGNOSE_THREADS")
     if raw is None:
-        return {}
+        return {"threads": 1} if small else {}
     if not (re.fullmatch(r"[0-9]{1,4}", raw.strip()) and 0 < int(raw) <= MAX_THREADS):  # not str.isdigit: '²'
         raise UsageError(f"NSYS_DIAGNOSE_THREADS={raw!r}: expected a whole number of threads from 1 to {MAX_THREADS}")
     return {"threads": int(raw)}
