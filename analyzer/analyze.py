@@ -10,7 +10,6 @@ from typing import Any
 from nsys_diagnose import __version__
 from nsys_diagnose.analyses import budget as step_budget
 from nsys_diagnose.analyses import coverage as capture_coverage
-from nsys_diagnose.analyses import timeline as timeline_bins
 from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims, fixes
 from nsys_diagnose.engine.catalog import load_rules
@@ -126,6 +125,11 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     lead = step_budget.primary(steady)
     fixes.apply(findings, fixes.read(con), lead)
     origin = export_info(con)
+    binned = None
+    if timeline:  # the HTML page's alone: imported only then
+        from nsys_diagnose.analyses import timeline as timeline_bins
+
+        binned = timeline_bins.compute(con, focus=(lead.start_ns, lead.end_ns) if lead else None)
     given = trace.report or trace.path  # a .nsys-rep is reported as given, not as its export
     return Report(
         tool={"name": "nsys-diagnose", "version": __version__},
@@ -135,4 +139,4 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
         headline=compose_headline(findings, steady, metrics, coverage, lead=lead), coverage=coverage,
         metrics=metrics, findings=findings, rules=results, budget=budget, steady=steady,
         steady_utilization_pct=lead.busy_pct if lead else None, step_median_ns=lead.step_median_ns if lead else None,
-        timeline=timeline_bins.compute(con, focus=(lead.start_ns, lead.end_ns) if lead else None) if timeline else None)
+        timeline=binned)

@@ -17,7 +17,6 @@ from nsys_diagnose import __version__
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.batch.options import batch_options, is_batch, run_batch
 from nsys_diagnose.cli_options import input_options, rule_options, rules_option
-from nsys_diagnose.compare.command import compare_command
 from nsys_diagnose.config import ProjectConfig, run_options
 from nsys_diagnose.config import load as load_config
 from nsys_diagnose.engine.catalog import load_rules
@@ -26,7 +25,7 @@ from nsys_diagnose.errors import DiagnoseError, UsageError
 from nsys_diagnose.ingest import progress
 from nsys_diagnose.ingest.database import is_interrupted
 from nsys_diagnose.output import output_file, publish, say, write_atomic
-from nsys_diagnose.report import github, terminal
+from nsys_diagnose.report import terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS
 from nsys_diagnose.report.formats import render as render_format
 from nsys_diagnose.text import printable
@@ -34,26 +33,45 @@ from nsys_diagnose.text import printable
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def _compare_command() -> click.Command:
+    from nsys_diagnose.compare.command import compare_command
+
+    return compare_command
+
+
+# Commands imported when they are named (or the help lists them): `compare` and what it
+# imports cost every plain analysis ~20 ms of start-up (docs/benchmarks.md, session 15).
+LAZY_COMMANDS = {"compare": _compare_command}
+
+
 class DefaultGroup(click.Group):
     """A group whose first argument, when it is not a command, is a path for `analyze`. Its help
     is analyze's too: `nsys-diagnose --help` lists the options people run it with (-o, --format,
     --select), and each command's summary whole."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in LAZY_COMMANDS:
+            self.add_command(LAZY_COMMANDS[name](), name)
+        return super().get_command(ctx, name)
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args:  # the bare command: the help, as it prints for --help; 2, since nothing ran
             click.echo(ctx.get_help())
             sys.exit(2)
-        if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
-            self._refuse_mistyped_command(args[0])
+        if args and args[0] not in self.list_commands(ctx) and args[0] not in ("-h", "--help", "--version"):
+            self._refuse_mistyped_command(args[0], self.list_commands(ctx))
             args = ["analyze", *args]
         return super().parse_args(ctx, args)
 
-    def _refuse_mistyped_command(self, word: str) -> None:
+    def _refuse_mistyped_command(self, word: str, commands: list[str]) -> None:
         """`nsys-diagnose explian x` is a typo, not an export named 'explian': a word that names
         no file, has no path characters and is close to a command's name."""
         if os.path.lexists(word) or any(c in word for c in "/\\.*?[") or word.startswith("-"):
             return
-        close = difflib.get_close_matches(word, list(self.commands), 1, 0.6)
+        close = difflib.get_close_matches(word, commands, 1, 0.6)
         if close:
             raise UsageError(f"no command or file '{word}' (did you mean `nsys-diagnose {close[0]}`?)")
 
@@ -173,6 +191,8 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
     else:
         click.echo(text, nl=False)
     if fmt == "github":
+        from nsys_diagnose.report import github
+
         github.write_step_summary(report)
     sys.exit(1 if fail_level_reached(report, opts.fail_on) else 0)
 
@@ -344,7 +364,6 @@ def test_rules_cmd(rules_dir: Path, select: tuple[str, ...], update_snapshots: b
     sys.exit(1 if failed else 0)
 
 
-cli.add_command(compare_command)
 
 
 def fail(message: object, code: int = 2) -> None:

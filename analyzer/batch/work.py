@@ -22,8 +22,9 @@ from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import DiagnoseError, InputError
 from nsys_diagnose.ingest.database import has_table, with_trace
 from nsys_diagnose.ingest.sql_library import query
+from nsys_diagnose.report import formats
 from nsys_diagnose.report import json as json_report
-from nsys_diagnose.report.formats import FORMATS, NEEDS_TIMELINE
+from nsys_diagnose.report.formats import NEEDS_TIMELINE
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def failed(job: Job, reason: str, seconds: float = 0.0) -> Outcome:
 
 
 def renderer(fmt: str):
-    return FORMATS[fmt]
+    return formats.renderer(fmt)
 
 
 def needs_timeline(fmt: str) -> bool:
