@@ -36,6 +36,12 @@ def test_every_column_is_documented_in_order(name, empty_trace):
     assert all(e.columns.values()), f"{e.file}:{e.line}: a column of {name} has an empty doc"
 
 
+def test_a_query_looked_up_by_name_is_the_checked_one():
+    # query(name) skips queries()' checks at run time (their parse trees cost a tenth of a small
+    # export's first run): it must find the same SQL under the same names
+    assert {n: q.sql for n, q in QUERIES.items()} == {n: sql_library.query(n) for n in sql_library._named()}
+
+
 @pytest.mark.parametrize("name", sorted(QUERIES))
 def test_every_named_query_returns_its_documented_columns(name, empty_trace):
     """A named query's @column lines are its result columns, in order (as a rule's `columns:`)."""

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.engine.params import check_default
-from nsys_diagnose.engine.rule_checks import check_rule
+from nsys_diagnose.engine.rule_checks import check_rule, parse_whens
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.files import NotRegularFile, TooLarge, read_regular
 from pydantic import ValidationError
@@ -91,7 +91,8 @@ def read_yaml(yaml_path: Path) -> tuple[Any, yaml.Node | None]:
     loader = _LOADER(text)
     try:
         node = loader.get_single_node()
-        if node is not None and _expanded_size(node, {}, set()) > MAX_YAML_VALUES:
+        # (an alias needs an anchor, `&name`: without one the values are the file's own)
+        if node is not None and "&" in text and _expanded_size(node, {}, set()) > MAX_YAML_VALUES:
             raise RuleSpecError(yaml_path, f"expands to more than {MAX_YAML_VALUES:,} values through aliases", 1)
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as e:
@@ -108,6 +109,14 @@ def read_yaml(yaml_path: Path) -> tuple[Any, yaml.Node | None]:
 
 
 def load_rule(yaml_path: Path) -> Rule:
+    rule, node = _parsed(yaml_path)
+    check_rule(rule, yaml_path, lambda loc: line_of(node, loc))
+    return rule
+
+
+def _parsed(yaml_path: Path) -> tuple[Rule, yaml.Node]:
+    """The rule of a YAML file and its node tree, checked against the model, not yet against
+    the tables and the SQL forms (check_rule)."""
     data, node = read_yaml(yaml_path)
     if not isinstance(data, dict) or node is None:
         raise RuleSpecError(yaml_path, "a rule file must be a YAML mapping", 1)
@@ -127,8 +136,7 @@ def load_rule(yaml_path: Path) -> Rule:
     if rule.id != yaml_path.stem:
         raise RuleSpecError(yaml_path, f"rule id '{rule.id}' must match the file name '{yaml_path.stem}'",
                             line_of(node, ("id",)))
-    check_rule(rule, yaml_path, lambda loc: line_of(node, loc))
-    return rule
+    return rule, node
 
 
 def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule]:
@@ -139,10 +147,13 @@ def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule
         if not folder.is_dir():
             raise RuleSpecError(folder, "is not a folder of rules" if folder.exists() else "rules folder does not exist")
         seen: set[str] = set()
-        for path in sorted(folder.rglob("*.yaml")):
-            if any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts) or path.is_dir():
-                continue  # (a folder named like a rule is not one; a pipe or device is an error: _read)
-            rule = load_rule(path)
+        paths = [path for path in sorted(folder.rglob("*.yaml"))  # (a folder named like a rule is not
+                 if not any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts)
+                 and not path.is_dir()]  # one; a pipe or device is an error: _read)
+        parsed = [(path, *_parsed(path)) for path in paths]
+        parse_whens([rule for _, rule, _ in parsed])  # the folder's `when`s parsed in one DuckDB call
+        for path, rule, node in parsed:
+            check_rule(rule, path, lambda loc, node=node: line_of(node, loc))
             if rule.id in seen:
                 raise RuleSpecError(path, f"duplicate rule id '{rule.id}' in {folder}")
             seen.add(rule.id)

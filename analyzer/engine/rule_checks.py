@@ -15,7 +15,6 @@ import functools
 import json
 import re
 import string
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,14 +38,8 @@ ALLOWED_FUNCTIONS = {
     "length", "strlen", "starts_with", "ends_with", "contains", "regexp_matches", "list_contains",
 }
 
-_parser = threading.local()  # a parse-only connection per thread (a connection is not thread-safe)
-
-
 def _con() -> duckdb.DuckDBPyConnection:
-    if getattr(_parser, "con", None) is None:
-        _parser.con = duckdb.connect(":memory:", config={"enable_external_access": False})
-    con: duckdb.DuckDBPyConnection = _parser.con
-    return con
+    return sql_library.parser()  # parse-only, one per thread
 
 
 def causes(kind: str) -> set[str]:
@@ -64,15 +57,34 @@ def _suggest(name: str, choices: set[str] | list[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-@functools.lru_cache(maxsize=1024)  # the catalog is loaded again and again by a batch, a test run
+_TREES: dict[str, dict[str, Any]] = {}  # parse tree by query text: a batch or a test run loads the catalog again and again
+MAX_TREES = 4096
+
+
 def _trees(queries: tuple[str, ...]) -> list[dict[str, Any]]:
-    """DuckDB's parse trees of the queries, in one call: each call costs milliseconds, and a rule
-    has several `when`s. (The trees are read, never changed.)"""
-    # Quoted as SQL literals, not bound as a parameter: DuckDB retries a failed `import pandas` on
-    # every parameterized execute, which costs more than the parse (the texts hold no NUL: check_rule).
-    literals = ", ".join("'" + q.replace("'", "''") + "'" for q in queries)
-    row = _con().execute(f"SELECT list_transform([{literals}]::VARCHAR[], lambda q: json_serialize_sql(q))").fetchone()
-    return [json.loads(tree) for tree in row[0]] if row else [{"error": True} for _ in queries]
+    """DuckDB's parse trees of the queries, those not parsed before in one call: each call
+    costs milliseconds, and a rule has several `when`s. (The trees are read, never changed.)"""
+    missing = [q for q in dict.fromkeys(queries) if q not in _TREES]
+    if missing:
+        if len(_TREES) + len(missing) > MAX_TREES:
+            _TREES.clear()
+        # Quoted as SQL literals, not bound as a parameter: DuckDB retries a failed `import pandas` on
+        # every parameterized execute, which costs more than the parse (the texts hold no NUL: check_rule).
+        literals = ", ".join("'" + q.replace("'", "''") + "'" for q in missing)
+        row = _con().execute(f"SELECT list_transform([{literals}]::VARCHAR[], lambda q: json_serialize_sql(q))").fetchone()
+        _TREES.update(zip(missing, [json.loads(tree) for tree in row[0]] if row else [{"error": True} for _ in missing]))
+    return [_TREES[q] for q in queries]
+
+
+def _whens(rule: Rule) -> list[str]:
+    return [spec.when for spec in rule.findings] + [part.when or "true" for part in rule.advice]
+
+
+def parse_whens(rules: list[Rule]) -> None:
+    """Parse the `when`s of many rules at once, ahead of their check_rule (a catalog's in one call)."""
+    whens = [_as_select(w) for r in rules for w in _whens(r) if "\x00" not in w]
+    if whens:
+        _trees(tuple(whens))
 
 
 def _as_select(when: str) -> str:
@@ -168,7 +180,7 @@ def check_rule(rule: Rule, yaml_path: object, line_of: LineOf) -> None:
     sql_path = f"{str(yaml_path).removesuffix('.yaml')}.sql"
     if "\x00" in rule.sql:
         raise RuleSpecError(sql_path, "holds a NUL character")
-    whens = [spec.when for spec in rule.findings] + [part.when or "true" for part in rule.advice]
+    whens = _whens(rule)
     for i, when in enumerate(whens):  # (a YAML "\0" escape; DuckDB would cut the query text there)
         if "\x00" in when:
             n = len(rule.findings)

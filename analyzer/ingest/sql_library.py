@@ -56,6 +56,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Iterable
@@ -216,14 +217,32 @@ def data_rows(table: str) -> list[dict]:
     maker = next((m for m in modules().values() if table in m.makes), None)
     if maker is None or maker.includes:
         raise ModuleError(f"{table} is no table of a module that includes nothing")
-    con = duckdb.connect()
+    # on a cursor of the parser's empty database, in a transaction rolled back after: a
+    # connection of its own would cost a new database (~10 ms) each time
+    con = parser().cursor()
     try:
+        con.begin()
         for st in statements(maker.file, maker.text):
             con.execute(st.sql)
         rel = con.table(table)
         return [dict(zip(rel.columns, row)) for row in rel.fetchall()]
     finally:
+        con.rollback()
         con.close()
+
+
+_local = threading.local()
+
+
+def parser() -> duckdb.DuckDBPyConnection:
+    """A connection to an empty in-memory database, one per thread (a connection is not
+    thread-safe), for what only parses SQL or runs the library's data modules: the splitting
+    of files into statements, their parse trees, the rules' checks (engine/rule_checks.py).
+    One database serves them all: opening one costs ~10 ms."""
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = _local.con = duckdb.connect(":memory:", config={"enable_external_access": False})
+    return con
 
 
 def files(names: Iterable[str] | None = None) -> list[tuple[str, str]]:
@@ -247,14 +266,19 @@ def _leading_comment(sql: str) -> tuple[list[str], int]:
 
 def statements(name: str, text: str) -> list[Statement]:
     """The file's statements as DuckDB's parser splits them, with where each begins."""
+    return [Statement(file=name, line=line, sql=sql, comment=list(comment)) for line, sql, comment in _split(text)]
+
+
+@functools.lru_cache(maxsize=64)  # a run splits each module twice (the catalog of tables, the ingest)
+def _split(text: str) -> tuple[tuple[int, str, tuple[str, ...]], ...]:
     out, pos = [], 0
-    for st in duckdb.extract_statements(text):
+    for st in parser().extract_statements(text):
         at = text.find(st.query, pos)
         start_line = text.count("\n", 0, max(at, 0)) + 1
         pos = at + len(st.query) if at >= 0 else pos
         comment, offset = _leading_comment(st.query)
-        out.append(Statement(file=name, line=start_line + offset, sql=st.query.strip(), comment=comment))
-    return out
+        out.append((start_line + offset, st.query.strip(), tuple(comment)))
+    return tuple(out)
 
 
 @dataclass
@@ -287,11 +311,28 @@ def queries() -> dict[str, Query]:
 
 
 def query(name: str) -> str:
-    """The SQL of the named query, to run with its $parameters bound."""
-    found = queries().get(name)
+    """The SQL of the named query, to run with its $parameters bound. Looked up by name alone:
+    the checks of queries() (a parse tree per query, a tenth of a small export's first run) are
+    the tests' and the documentation's (tests/test_sql_library.py), on files that ship with the
+    package and that no user edits."""
+    found = _named().get(name)
     if found is None:
         raise ModuleError(f"no named query {name!r} in ingest/sql/queries/")
-    return found.sql
+    return found
+
+
+@functools.cache
+def _named() -> dict[str, str]:
+    """Every named query's SQL by its name, as its `-- query:` line names it."""
+    folder = _folder().joinpath("queries")
+    out: dict[str, str] = {}
+    for f in sorted(folder.iterdir(), key=lambda f: f.name):
+        if f.name.endswith(".sql"):
+            for st in statements(f"queries/{f.name}", f.read_text()):
+                name = next((m["name"] for ln in st.comment if (m := _QUERY.match(ln))), None)
+                if name:
+                    out.setdefault(name, st.sql)
+    return out
 
 
 def query_file(file: str, text: str) -> list[Query]:
@@ -332,7 +373,7 @@ def _problem(q: Query, prefix: str, unseen: set[str]) -> str | None:
         return "has no name: '-- query: <file>_<what>' in its comment"
     if not q.name.startswith(prefix):
         return f"must be named {prefix}<what>"
-    parsed = duckdb.extract_statements(q.sql)
+    parsed = parser().extract_statements(q.sql)
     if len(parsed) != 1 or parsed[0].type != duckdb.StatementType.SELECT:
         return "must be one SELECT"
     if not q.doc:
@@ -368,17 +409,12 @@ def _query(st: Statement, file: str, includes: list[str]) -> Query:
                  params=params, columns=columns, reads=_tables_read(st.sql), includes=includes)
 
 
-@functools.cache
-def _parser() -> duckdb.DuckDBPyConnection:
-    return duckdb.connect()
-
-
 def _tables_read(sql: str) -> set[str]:
     """The tables and views a query names in FROM and JOIN clauses, its own CTEs left out, from
     DuckDB's parse tree (a column named like a table is not a read)."""
     # a literal, not a parameter: a parameterized execute costs DuckDB a retried `import pandas`
     literal = "'" + sql.replace("'", "''") + "'"
-    tree = json.loads(_parser().execute(f"SELECT json_serialize_sql({literal})").fetchone()[0])
+    tree = json.loads(parser().execute(f"SELECT json_serialize_sql({literal})").fetchone()[0])
     tables, ctes = set(), set()
     todo: list = [tree]
     while todo:
