@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -153,7 +154,7 @@ def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule
         parsed = [(path, *_parsed(path)) for path in paths]
         parse_whens([rule for _, rule, _ in parsed])  # the folder's `when`s parsed in one DuckDB call
         for path, rule, node in parsed:
-            check_rule(rule, path, lambda loc, node=node: line_of(node, loc))
+            check_rule(rule, path, functools.partial(line_of, node))
             if rule.id in seen:
                 raise RuleSpecError(path, f"duplicate rule id '{rule.id}' in {folder}")
             seen.add(rule.id)
