@@ -12,7 +12,7 @@ from nsys_diagnose.analyses import budget as step_budget
 from nsys_diagnose.analyses import coverage as capture_coverage
 from nsys_diagnose.analyses.metrics import compute, export_info
 from nsys_diagnose.engine import claims, fixes
-from nsys_diagnose.engine.catalog import load_rules
+from nsys_diagnose.engine.catalog import check_rules, load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Finding, InputInfo, Report, Rule, RuleResult
 from nsys_diagnose.engine.params import checked_settings
 from nsys_diagnose.engine.runner import rule_timeout_s, run_rules
@@ -77,9 +77,12 @@ def withhold(results: list[RuleResult]) -> list[RuleResult]:
 def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             rule_dirs: list[Path] | tuple[Path, ...] = (), overrides: dict[str, dict[str, Any]] | None = None,
             select: list[str] | None = None, use_cache: bool = True, cache_dir: Path | None = None,
-            reader: str = "auto", timeline: bool = False, settings: Mapping[str, Any] | None = None) -> Report:
+            reader: str = "auto", timeline: bool = False, settings: Mapping[str, Any] | None = None,
+            unchecked: bool = False) -> Report:
     """The report on one export. `settings`: the analysis's settings this run changes, by name
-    (`nsys-diagnose explain settings`), checked as --set checks them."""
+    (`nsys-diagnose explain settings`), checked as --set checks them. `unchecked`: `rules` were
+    loaded with load_rules(check=False); they are checked here unless the report cache answers
+    (a repeat run then skips the checks: a tenth of its time)."""
     check_environment()
     settings = checked_settings(settings)
     rules = rules if rules is not None else load_rules(rule_dirs)
@@ -94,6 +97,8 @@ def analyze(path: str | os.PathLike, *, rules: dict[str, Rule] | None = None,
             pass  # unreadable, not a file, changing: open_trace says why
         if key and (cached := reports.get(key)):
             return cached
+    if unchecked:
+        check_rules(rules.values())
     # a rule retries on its own (engine.py); this covers the metrics and the timeline
     report = with_trace(path, lambda trace: with_memory_retry(
         trace.con, lambda: report_from_trace(trace, rules, overrides, select, timeline=timeline, settings=settings)),

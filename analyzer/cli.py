@@ -158,10 +158,12 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
 
     Defaults come from the [tool.nsys-diagnose] table of the nearest pyproject.toml (select,
     ignore, params, severity, fail-on, rules); flags given here win."""
+    many = is_batch(paths)
+    # one export's rules are checked by analyze(), and not at all when its report cache answers
     opts = run_options(project_config(no_config), rule_dirs=rule_dirs, sets=sets, select=select, ignore=ignore,
-                       severities=severities, fail_on=fail_on)
+                       severities=severities, fail_on=fail_on, check_rules=many or bool(tables_dir))
     rules, overrides, chosen, settings = opts.rules, opts.overrides, opts.select, opts.settings
-    if is_batch(paths):
+    if many:
         if tables_dir:
             raise UsageError("--tables-dir: works on one export (a batch writes findings.parquet instead)")
         if fmt in CI_FORMATS:
@@ -182,7 +184,7 @@ def analyze_cmd(paths: tuple[Path, ...], fmt: str, output: Path | None, rule_dir
         else:
             report = analyze(path, rules=rules, overrides=overrides, select=chosen,
                              use_cache=not no_cache, cache_dir=cache_dir, reader=reader,
-                             timeline=fmt in NEEDS_TIMELINE, settings=settings)
+                             timeline=fmt in NEEDS_TIMELINE, settings=settings, unchecked=True)
     text = render_format(fmt, report, rules=rules, fail_on=opts.fail_on, verbose=verbose)
     if target is not None:
         publish(target, text, say)

@@ -109,11 +109,12 @@ class RunOptions(BaseModel):
 
 
 def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=(), severities=(),
-                fail_on: str | None = None) -> RunOptions:
+                fail_on: str | None = None, check_rules: bool = True) -> RunOptions:
     """Merge the project's config with the command line: --select, --ignore and --fail-on replace
     the config's value; --set and --severity win per parameter, setting and rule; --rules folders
     come after the config's (a rule of the same id replaces the earlier one). `--set NAME=VALUE`
-    (no rule id) sets one of the analysis's settings."""
+    (no rule id) sets one of the analysis's settings. check_rules=False: the rules' check_rule
+    is left to the caller (load_rules' check)."""
     from nsys_diagnose.engine.catalog import load_rules
     from nsys_diagnose.engine.params import checked_settings, parse_sets
     from nsys_diagnose.engine.selection import (
@@ -124,7 +125,7 @@ def run_options(cfg: ProjectConfig, *, rule_dirs=(), sets=(), select=(), ignore=
         with_severities,
     )
 
-    rules = load_rules([*cfg.rule_dirs(), *rule_dirs])
+    rules = load_rules([*cfg.rule_dirs(), *rule_dirs], check=check_rules)
     set_overrides, set_settings = parse_sets(sets, rules)
     overrides = merge_overrides(overrides_from(cfg.params, rules, origin=f"{cfg.origin} params"), set_overrides)
     settings = checked_settings(cfg.settings, origin=f"{cfg.origin} settings") | set_settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -140,9 +141,12 @@ def _parsed(yaml_path: Path) -> tuple[Rule, yaml.Node]:
     return rule, node
 
 
-def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule]:
+def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = (), *, check: bool = True) -> dict[str, Rule]:
     """Built-in rules, then each extra folder in order; a later rule with the same id replaces
-    the earlier one, so a team can tune a built-in rule without forking the package."""
+    the earlier one, so a team can tune a built-in rule without forking the package.
+    check=False leaves check_rule to check_rules(), for a caller that may not run the rules:
+    analyze() on a report cache hit (its key holds the rules, the code and the SQL library, so
+    the rules of a hit passed the checks when its report was made)."""
     rules: dict[str, Rule] = {}
     for folder in [builtin_rules_dir(), *map(Path, extra_dirs)]:
         if not folder.is_dir():
@@ -152,11 +156,26 @@ def load_rules(extra_dirs: list[Path] | tuple[Path, ...] = ()) -> dict[str, Rule
                  if not any(part.startswith(("_", ".")) for part in path.relative_to(folder).parts)
                  and not path.is_dir()]  # one; a pipe or device is an error: _read)
         parsed = [(path, *_parsed(path)) for path in paths]
-        parse_whens([rule for _, rule, _ in parsed])  # the folder's `when`s parsed in one DuckDB call
+        if check:
+            parse_whens([rule for _, rule, _ in parsed])  # the folder's `when`s parsed in one DuckDB call
         for path, rule, node in parsed:
-            check_rule(rule, path, functools.partial(line_of, node))
+            if check:
+                check_rule(rule, path, functools.partial(line_of, node))
             if rule.id in seen:
                 raise RuleSpecError(path, f"duplicate rule id '{rule.id}' in {folder}")
             seen.add(rule.id)
             rules[rule.id] = rule
     return rules
+
+
+def check_rules(rules: Iterable[Rule]) -> None:
+    """check_rule on rules loaded with check=False; a failure's line is read from its YAML again."""
+    rules = list(rules)
+    parse_whens(rules)
+    for rule in rules:
+        check_rule(rule, rule.source, functools.partial(_line_in, Path(rule.source)))
+
+
+def _line_in(path: Path, loc: tuple[str | int, ...]) -> int | None:
+    node = read_yaml(path)[1]
+    return line_of(node, loc) if node is not None else None
