@@ -150,3 +150,32 @@ def test_a_query_is_redone_with_more_memory_once_and_not_at_the_retry_cap():
         with pytest.raises(duckdb.OutOfMemoryException):
             with_memory_retry(con, out_of_memory)
         assert len(calls) == expected_calls
+
+
+def test_gpu_openers_stream_is_the_partitioned_window():
+    """normalize.sql's gpu_openers runs its running max as one sorted stream over every (device,
+    process); on 200,000 random operations (overlapping, touching, zero-length, tied, NULL device,
+    process or end) across four threads it gives the partitioned window's rows exactly."""
+    import duckdb
+    from nsys_diagnose.ingest import sql_library
+
+    text = (ROOT / "analyzer" / "ingest" / "sql" / "normalize.sql").read_text()
+    [stmt] = [s.sql for s in sql_library.statements("normalize.sql", text) if "CREATE TABLE gpu_openers" in s.sql]
+    con = duckdb.connect(config={"threads": 4, "preserve_insertion_order": False})
+    con.execute("""CREATE TABLE gpu_activity AS
+        SELECT CASE WHEN i % 97 = 0 THEN NULL ELSE i % 3 END AS device_id,
+               CASE WHEN i % 89 = 0 THEN NULL ELSE 100 + i % 2 END AS pid, 7 AS global_pid,
+               (hash(i) % 5000000)::BIGINT * 10 AS start_ns,
+               CASE WHEN i % 83 = 0 THEN NULL ELSE (hash(i) % 5000000)::BIGINT * 10 + (hash(i * 7) % 4) * 40 END AS end_ns,
+               CASE WHEN i % 5 = 0 THEN NULL ELSE 1 + i % 4 END AS launch_tid, 'kernel' AS kind
+        FROM range(200000) r(i)""")
+    con.execute(stmt)
+    reference = """SELECT * FROM (
+        SELECT device_id, pid, global_pid, start_ns, launch_tid, kind,
+               max(end_ns) OVER w AS prev_end, row_number() OVER w AS rn FROM gpu_activity
+        WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns, launch_tid NULLS LAST, end_ns
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+        WHERE prev_end IS NULL OR start_ns > prev_end"""
+    assert con.execute("SELECT count(*) FROM gpu_openers").fetchone()[0] > 1000
+    for a, b in (("gpu_openers", f"({reference})"), (f"({reference})", "gpu_openers")):
+        assert con.execute(f"SELECT count(*) FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})").fetchone()[0] == 0

@@ -417,14 +417,32 @@ UNION ALL SELECT pid, global_pid, device_id, stream_id, 'graph'::label, start_ns
 -- idle gaps' right edges (22_idle_gaps.sql), with the lowest launching thread among the
 -- operations starting there (launch_tid sorts before end_ns, NULLs last), and that operation's
 -- kind (what the host issued last before a gap ends). Dropped in 22.
+-- The running max runs as one sorted stream, not as a window partitioned by (device, process):
+-- DuckDB's partitioned window builds a segment tree over the whole partition, which on
+-- overlapping streams of 1e7 operations cost 42-63 CPU s (and grew 25-34x from 1e6); an empty
+-- OVER () over rows sorted by (device, process, order) streams after a linear sort (8-12 CPU s,
+-- 8-12x). For one max over every partition, each partition's ends are offset above all earlier
+-- partitions' (base, from the partition's span): a max that still lies below a row's base belongs
+-- to an earlier partition and is no prev_end. rn is the row's number within its partition.
 CREATE TABLE gpu_openers AS
-SELECT * FROM (
-  SELECT device_id, pid, global_pid, start_ns, launch_tid, kind,
-         max(end_ns) OVER w AS prev_end, row_number() OVER w AS rn
-  FROM gpu_activity
-  WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns, launch_tid NULLS LAST, end_ns
-               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
-WHERE prev_end IS NULL OR start_ns > prev_end;
+WITH parts AS (
+  SELECT device_id, pid, lo,
+         coalesce(sum(hi - lo + 1) OVER p, 0)::BIGINT AS base, coalesce(sum(n) OVER p, 0)::BIGINT AS before
+  FROM (SELECT device_id, pid, least(min(start_ns), min(end_ns)) AS lo, max(end_ns) AS hi, count(*) AS n
+        FROM gpu_activity GROUP BY ALL)
+  WINDOW p AS (ORDER BY device_id NULLS FIRST, pid NULLS FIRST ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+swept AS (
+  SELECT *, lag(m) OVER () AS prev_m, row_number() OVER () AS i
+  FROM (SELECT *, max(e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m
+        FROM (SELECT a.device_id, a.pid, a.global_pid, a.start_ns, a.launch_tid, a.kind, a.end_ns - p.lo + p.base AS e,
+                     p.lo, p.base, p.before
+              FROM gpu_activity a
+              JOIN parts p ON p.device_id IS NOT DISTINCT FROM a.device_id AND p.pid IS NOT DISTINCT FROM a.pid
+              ORDER BY a.device_id NULLS FIRST, a.pid NULLS FIRST, a.start_ns, a.launch_tid NULLS LAST, a.end_ns)))
+SELECT device_id, pid, global_pid, start_ns, launch_tid, kind,
+       CASE WHEN prev_m >= base THEN prev_m - base + lo END AS prev_end, i - before AS rn
+FROM swept
+WHERE prev_m IS NULL OR prev_m < base OR start_ns > prev_m - base + lo;
 
 -- One row per busy interval of a (device, process): the union of its GPU operations, so
 -- overlapping operations (several streams) count once. Built in one sort over gpu_activity:
