@@ -24,7 +24,8 @@ per AS (
   WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
   GROUP BY k.device_id, k.pid)
 SELECT device_id, pid, format, align_bytes, narrow_kernels, narrow_ns, math_ns, window_ns,
-       round(100.0 * narrow_ns / window_ns, 2) AS narrow_window_pct,
+       -- (kernels side by side on several streams sum past the window: then the share is of their sum)
+       round(100.0 * narrow_ns / greatest(window_ns, math_ns), 2) AS narrow_window_pct,
        round(100.0 * narrow_ns / nullif(math_ns, 0), 2) AS narrow_math_pct,
        top_kernel, 16 // bytes AS multiple
 FROM per
