@@ -59,7 +59,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import duckdb
 
@@ -299,15 +299,21 @@ class Query:
 @functools.cache
 def queries() -> dict[str, Query]:
     """Every named query, by name, as read from ingest/sql/queries/ (checked: query_file)."""
-    folder = _folder().joinpath("queries")
     out: dict[str, Query] = {}
+    for name, text in _query_files():
+        for q in query_file(name, text):
+            if q.name in out:
+                raise ModuleError(f"ingest/sql/{q.file}:{q.line}: query {q.name} is named in {out[q.name].file} too")
+            out[q.name] = q
+    return out
+
+
+def _query_files() -> Iterator[tuple[str, str]]:
+    """(queries/NAME.sql, its text) for each file of ingest/sql/queries/, by name."""
+    folder = _folder().joinpath("queries")
     for f in sorted(folder.iterdir(), key=lambda f: f.name):
         if f.name.endswith(".sql"):
-            for q in query_file(f"queries/{f.name}", f.read_text()):
-                if q.name in out:
-                    raise ModuleError(f"ingest/sql/{q.file}:{q.line}: query {q.name} is named in {out[q.name].file} too")
-                out[q.name] = q
-    return out
+            yield f"queries/{f.name}", f.read_text()
 
 
 def query(name: str) -> str:
@@ -324,14 +330,12 @@ def query(name: str) -> str:
 @functools.cache
 def _named() -> dict[str, str]:
     """Every named query's SQL by its name, as its `-- query:` line names it."""
-    folder = _folder().joinpath("queries")
     out: dict[str, str] = {}
-    for f in sorted(folder.iterdir(), key=lambda f: f.name):
-        if f.name.endswith(".sql"):
-            for st in statements(f"queries/{f.name}", f.read_text()):
-                name = next((m["name"] for ln in st.comment if (m := _QUERY.match(ln))), None)
-                if name:
-                    out.setdefault(name, st.sql)
+    for file, text in _query_files():
+        for st in statements(file, text):
+            name = next((m["name"] for ln in st.comment if (m := _QUERY.match(ln))), None)
+            if name:
+                out.setdefault(name, st.sql)
     return out
 
 
