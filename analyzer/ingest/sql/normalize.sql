@@ -423,12 +423,13 @@ UNION ALL SELECT pid, global_pid, device_id, stream_id, 'graph'::label, start_ns
 -- OVER () over rows sorted by (device, process, order) streams after a linear sort (8-12 CPU s,
 -- 8-12x). For one max over every partition, each partition's ends are offset above all earlier
 -- partitions' (base, from the partition's span): a max that still lies below a row's base belongs
--- to an earlier partition and is no prev_end. rn is the row's number within its partition.
+-- to an earlier partition and is no prev_end. rn is the row's number within its partition. The
+-- offsets are HUGEINT: spans of a broken export's durations near 2^62 would overflow BIGINT.
 CREATE TABLE gpu_openers AS
 WITH parts AS (
   SELECT device_id, pid, lo,
-         coalesce(sum(hi - lo + 1) OVER p, 0)::BIGINT AS base, coalesce(sum(n) OVER p, 0)::BIGINT AS before
-  FROM (SELECT device_id, pid, least(min(start_ns), min(end_ns)) AS lo, max(end_ns) AS hi, count(*) AS n
+         coalesce(sum(hi - lo + 1) OVER p, 0) AS base, coalesce(sum(n) OVER p, 0)::BIGINT AS before
+  FROM (SELECT device_id, pid, least(min(start_ns), min(end_ns))::HUGEINT AS lo, max(end_ns)::HUGEINT AS hi, count(*) AS n
         FROM gpu_activity GROUP BY ALL)
   WINDOW p AS (ORDER BY device_id NULLS FIRST, pid NULLS FIRST ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
 swept AS (
@@ -440,7 +441,7 @@ swept AS (
               JOIN parts p ON p.device_id IS NOT DISTINCT FROM a.device_id AND p.pid IS NOT DISTINCT FROM a.pid
               ORDER BY a.device_id NULLS FIRST, a.pid NULLS FIRST, a.start_ns, a.launch_tid NULLS LAST, a.end_ns)))
 SELECT device_id, pid, global_pid, start_ns, launch_tid, kind,
-       CASE WHEN prev_m >= base THEN prev_m - base + lo END AS prev_end, i - before AS rn
+       CASE WHEN prev_m >= base THEN (prev_m - base + lo)::BIGINT END AS prev_end, i - before AS rn
 FROM swept
 WHERE prev_m IS NULL OR prev_m < base OR start_ns > prev_m - base + lo;
 
