@@ -30,12 +30,6 @@ ranked AS (
          count(*) OVER (PARTITION BY f.pid, f.device_id) AS fp32_kernels,
          row_number() OVER (PARTITION BY f.pid, f.device_id ORDER BY f.total_ns DESC, f.name) AS rank
   FROM fp32 f),
--- every kernel's time summed: above busy_ns where kernels run side by side (several streams), and
--- then each kernel's share is taken of this sum, so that no share passes 100 % of the busy time
-all_kernels AS (
-  SELECT k.pid, k.device_id, sum(k.duration_ns) AS kernel_sum_ns
-  FROM kernels k JOIN steady_state s ON s.pid = k.pid
-  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns GROUP BY ALL),
 -- the innermost NVTX range that launches most of the fp32 GEMM time
 top_range AS (
   SELECT pid, device_id, first(range_name ORDER BY ns DESC, range_name) FILTER (WHERE range_name IS NOT NULL) AS top_range, max(ns) AS top_range_ns
@@ -46,18 +40,17 @@ SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tenso
        -- a wrapper's short name (cutlass::Kernel2<...>) says nothing: show the full name then
        CASE WHEN length(r.label) > 120 THEN left(r.label, 117) || '...' ELSE r.label END AS display_name,
        r.instances, r.total_ns, r.median_ns, r.rank, r.fp32_kernels, r.fp32_ns, b.busy_ns,
-       round(100.0 * r.total_ns / nullif(greatest(b.busy_ns, a.kernel_sum_ns), 0), 2) AS busy_share_pct,
-       round(100.0 * r.fp32_ns / nullif(greatest(b.busy_ns, a.kernel_sum_ns), 0), 2) AS fp32_share_pct,
-       round(r.fp32_ns * least(1.0, b.busy_ns / nullif(a.kernel_sum_ns, 0)))::BIGINT AS fp32_busy_ns,
+       round(100.0 * r.total_ns / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS busy_share_pct,
+       round(100.0 * r.fp32_ns / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS fp32_share_pct,
+       round(r.fp32_ns * least(1.0, b.busy_ns / nullif(b.kernel_sum_ns, 0)))::BIGINT AS fp32_busy_ns,
        r.format_bound_ns::BIGINT AS format_bound_ns,
-       round(100.0 * r.format_bound_ns / nullif(greatest(b.busy_ns, a.kernel_sum_ns), 0), 2) AS format_bound_share_pct,
-       round(r.format_bound_ns * (1 - 1 / $expected_speedup) * least(1.0, b.busy_ns / nullif(a.kernel_sum_ns, 0)))::BIGINT
+       round(100.0 * r.format_bound_ns / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS format_bound_share_pct,
+       round(r.format_bound_ns * (1 - 1 / $expected_speedup) * least(1.0, b.busy_ns / nullif(b.kernel_sum_ns, 0)))::BIGINT
          AS est_saving_ns,
        t.top_range, round(100.0 * t.top_range_ns / nullif(r.fp32_ns, 0), 2) AS top_range_pct,
        CASE WHEN t.top_range IS NOT NULL
             THEN ' (' || printf('%.0f %%', 100.0 * t.top_range_ns / nullif(r.fp32_ns, 0))
                  || ' launched from NVTX range "' || t.top_range || '")' ELSE '' END AS where_text
 FROM ranked r JOIN gpu g USING (device_id) LEFT JOIN steady_busy b USING (pid, device_id)
-LEFT JOIN all_kernels a USING (pid, device_id)
 LEFT JOIN top_range t USING (pid, device_id)
 ORDER BY r.fp32_ns DESC, r.pid, r.device_id, r.rank

@@ -310,9 +310,18 @@ DROP TABLE nvtx_numbered;
 -- @column pid: OS process id
 -- @column device_id: CUDA device ordinal
 -- @column busy_ns: busy time (gpu_busy) inside steady_state's window, ns
+-- @column kernel_sum_ns: the durations of the kernels started in the window, summed, ns: above
+-- busy_ns where kernels run side by side (several streams), and then the sum a kernel's share is
+-- taken of, so that no share passes 100 %
 CREATE TABLE steady_busy AS
-SELECT b.pid, b.device_id, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns))::BIGINT AS busy_ns
+WITH k AS (
+  SELECT k.pid, k.device_id, sum(k.duration_ns)::BIGINT AS kernel_sum_ns
+  FROM kernels k JOIN steady_state s ON s.pid = k.pid
+  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns GROUP BY ALL)
+SELECT b.pid, b.device_id, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns))::BIGINT AS busy_ns,
+       coalesce(any_value(k.kernel_sum_ns), 0) AS kernel_sum_ns
 FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
+LEFT JOIN k ON k.pid = b.pid AND k.device_id IS NOT DISTINCT FROM b.device_id
 WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
 GROUP BY b.pid, b.device_id;
 
