@@ -80,6 +80,20 @@ def test_no_fix_contradicts_the_verdict_or_the_trace(path):
                 assert _static_prefix(part.text) not in " ".join(f.fix.split()), (f.rule_id, part.fixes)
 
 
+@pytest.mark.parametrize("path", EXPORTS, ids=lambda p: p.stem)
+def test_no_share_passes_100_pct(path):
+    """Every `*_pct` a rule reports is a share of a whole: of busy time, a window, a step. Summed
+    durations of work that runs side by side (streams, copy engines, ranges open on several
+    threads) are above the time they take, and a share of them must be taken of the larger sum;
+    each rule's rows and each finding's evidence on every export say so."""
+    r = accuracy.report(path)
+    over = sorted({(rule.id, key, value) for rule in r.rules
+                   for row in [*rule.rows, *(f.evidence for f in rule.findings)]
+                   for key, value in row.items()
+                   if key.endswith("_pct") and isinstance(value, int | float) and value > 100.005})
+    assert not over, over
+
+
 # corpus.yaml's already_done words for the fixes fix_facts can show done from kernels and replays
 # (copies are left out: a program's few incidental pinned copies are not a choice its author lists)
 DONE_WORDS = {"cuda-graphs": "cuda-graphs", "mixed-precision": "mixed-precision",

@@ -143,14 +143,17 @@ SELECT w.pid, w.device_id, w.gpu_name, w.model AS gpu_model, w.format, w.path, w
        w.format_ns, coalesce(w.gemm_ns, 0) AS gemm_ns,
        sum(w.format_ns) OVER (PARTITION BY w.pid, w.device_id) AS math_ns,
        round(100.0 * w.format_ns / sum(w.format_ns) OVER (PARTITION BY w.pid, w.device_id), 2) AS format_share_pct,
-       b.busy_ns, round(100.0 * coalesce(w.gemm_ns, 0) / nullif(b.busy_ns, 0), 2) AS busy_share_pct,
+       b.busy_ns, round(100.0 * coalesce(w.gemm_ns, 0) / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS busy_share_pct,
        w.peak_tflops, w.fast_format, w.fast_peak AS fast_peak_tflops,
        round(w.fast_peak / nullif(w.peak_tflops, 0), 1) AS peak_gain, w.tf32_peak AS tf32_peak_tflops,
        coalesce(w.half_alike, false) AS half_alike,
        -- what moving it to the fast format could win: its GEMM/conv time x (1 - peak / fast
-       -- peak), the speedup capped at max_speedup (small or memory-bound GEMMs gain less)
+       -- peak), the speedup capped at max_speedup (small or memory-bound GEMMs gain less); where
+       -- kernels run side by side their summed time is above the busy time, and the saving in
+       -- step time is that much smaller (busy over the sum)
        CASE WHEN w.peak_tflops > 0 AND w.fast_peak > w.peak_tflops
-            THEN round(coalesce(w.gemm_ns, 0) * (1 - 1 / least(w.fast_peak / w.peak_tflops, $max_speedup)))::BIGINT
+            THEN round(coalesce(w.gemm_ns, 0) * (1 - 1 / least(w.fast_peak / w.peak_tflops, $max_speedup))
+                       * least(1.0, coalesce(b.busy_ns / nullif(b.kernel_sum_ns, 0), 1.0)))::BIGINT
             WHEN w.peak_tflops > 0 AND w.fast_peak IS NOT NULL THEN 0 END AS est_saving_ns,
        -- a format far below the fast one (by the peaks; on an unknown GPU, fp64, or half data
        -- computed on CUDA cores)

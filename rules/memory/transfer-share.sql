@@ -5,7 +5,10 @@
 WITH ops AS (
   SELECT pid, device_id, kind, host_memory, duration_ns, bytes FROM memcpys
   UNION ALL SELECT pid, device_id, 'memset', NULL, duration_ns, bytes FROM memsets),
-busy AS (SELECT nullif(sum(duration_ns), 0) AS busy_ns FROM device_busy),
+-- where copies run side by side (several copy engines) their summed time can pass the busy time:
+-- a share is then taken of the larger
+busy AS (SELECT nullif(greatest((SELECT sum(duration_ns) FROM device_busy), (SELECT sum(duration_ns) FROM ops)), 0)
+                  AS busy_ns),
 -- the share of bytes touching pageable memory over the steady state only: start-up copies
 -- (model.to(), a checkpoint load) are often pageable where the loop's are pinned
 steady AS (

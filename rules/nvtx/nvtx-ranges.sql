@@ -3,8 +3,18 @@
 -- the GPU busy and idle time during its instances in the steady state.
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
 r AS (
-  SELECT r.*, (r.start_ns >= ss.start_ns AND r.start_ns < ss.end_ns) AS steady, ss.window_ns
+  SELECT r.*, (r.start_ns >= ss.start_ns AND r.start_ns < ss.end_ns) AS steady, ss.window_ns, ss.end_ns AS steady_end_ns
   FROM nvtx_range_stats r LEFT JOIN ss USING (pid)),
+-- Instances of one name that overlap (a range open on several threads at once) cover the same
+-- time: their steady-state wall time once, as the union of the instances, up to the window's end.
+spans AS (
+  SELECT pid, name, start_ns, least(end_ns, steady_end_ns) AS end_ns,
+         max(least(end_ns, steady_end_ns)) OVER (PARTITION BY pid, name ORDER BY start_ns, end_ns
+                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+  FROM r WHERE steady),
+covered AS (
+  SELECT pid, name, sum(greatest(end_ns - greatest(start_ns, coalesce(prev_end, start_ns)), 0)) AS covered_ns
+  FROM spans GROUP BY ALL),
 per_name AS (
   SELECT pid, name, any_value(style) AS style, count(*) AS instances, sum(duration_ns) AS wall_ns,
          avg(duration_ns) AS avg_ns, median(duration_ns) AS median_ns, min(duration_ns) AS min_ns,
@@ -14,9 +24,16 @@ per_name AS (
          count(*) FILTER (WHERE steady) AS steady_instances,
          coalesce(sum(duration_ns) FILTER (WHERE steady), 0) AS steady_wall_ns,
          coalesce(sum(duration_ns * greatest(devices, 1) - busy_during_ns) FILTER (WHERE steady AND devices > 0), 0)
-           AS steady_idle_ns,
+           AS summed_idle_ns,
+         greatest(max(devices) FILTER (WHERE steady), 1) AS steady_devices,
          any_value(window_ns) AS window_ns
   FROM r GROUP BY pid, name),
+-- the GPU idle time during overlapping instances counted once: in proportion to the time they
+-- cover over their summed wall time
+per_name_idle AS (
+  SELECT n.* EXCLUDE (summed_idle_ns), coalesce(c.covered_ns, 0) AS steady_covered_ns,
+         round(n.summed_idle_ns * least(1.0, coalesce(c.covered_ns / nullif(n.steady_wall_ns, 0), 1.0)))::BIGINT AS steady_idle_ns
+  FROM per_name n LEFT JOIN covered c USING (pid, name)),
 -- The budget's idle time charged to the range as the innermost one open on the launching
 -- thread (40_budget.sql): time in a nested range is that range's, not its parents'.
 place_causes AS (
@@ -47,8 +64,9 @@ top_calls AS (
 SELECT n.pid, n.name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_ns, depth, gpu_ops, kernels,
        memcpys, memsets, graph_launches, launched_gpu_ns, gpu_proj_ns, busy_during_ns,
        steady_instances, steady_wall_ns, steady_idle_ns, n.window_ns,
-       round(100.0 * steady_idle_ns / nullif(n.window_ns, 0), 2) AS steady_idle_window_pct,
-       round(100.0 * steady_idle_ns / nullif(steady_wall_ns, 0), 2) AS steady_idle_range_pct,
+       -- (on several GPUs, of each one's time)
+       round(100.0 * steady_idle_ns / nullif(n.window_ns * steady_devices, 0), 2) AS steady_idle_window_pct,
+       round(100.0 * steady_idle_ns / nullif(steady_covered_ns * steady_devices, 0), 2) AS steady_idle_range_pct,
        coalesce(p.place_idle_ns, 0)::BIGINT AS place_idle_ns,
        round(100.0 * coalesce(p.place_idle_ns, 0) / nullif(w.window_ns, 0), 2) AS place_idle_window_pct,
        p.causes AS place_causes,
@@ -60,6 +78,6 @@ SELECT n.pid, n.name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_
        coalesce(c.top_calls, 'host code (no traced call)') AS top_calls,
        row_number() OVER (PARTITION BY n.pid ORDER BY coalesce(p.place_idle_ns, 0) DESC, steady_idle_ns DESC,
                                                     wall_ns DESC, n.name) AS idle_rank
-FROM per_name n LEFT JOIN places p USING (pid, name) LEFT JOIN top_calls c USING (pid, name)
+FROM per_name_idle n LEFT JOIN places p USING (pid, name) LEFT JOIN top_calls c USING (pid, name)
 LEFT JOIN windows w USING (pid)
 ORDER BY wall_ns DESC, n.pid, n.name

@@ -70,7 +70,9 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances
        r.busy_ns, r.idle_ns, ss.window_ns,
        round(100.0 * r.idle_ns / nullif(ss.window_ns, 0), 2) AS idle_window_pct,
        st.steps, round(st.step_ns / st.steps) AS avg_step_ns,
-       round(100.0 * r.wall_ns / nullif(st.step_ns, 0), 2) AS step_share_pct,
+       -- where the steps leave time between them (a loader that restarts between epochs), the
+       -- step's time is the whole window
+       round(100.0 * r.wall_ns / nullif(greatest(st.step_ns, ss.window_ns), 0), 2) AS step_share_pct,
        row_number() OVER (PARTITION BY r.pid ORDER BY r.idle_ns DESC, r.what) AS rank,
        d.pinned_h2d_pct, coalesce(d.pageable_h2d_ns, 0)::BIGINT AS pageable_h2d_ns,
        round(100.0 * coalesce(d.pageable_h2d_ns, 0) / nullif(ss.window_ns, 0), 2) AS pageable_h2d_pct,
