@@ -152,6 +152,53 @@ def test_a_query_is_redone_with_more_memory_once_and_not_at_the_retry_cap():
         assert len(calls) == expected_calls
 
 
+def test_time_lookups_are_the_asof_join():
+    """phases.sql's bucketed lookups ("the last row at or before t, on a key", for every GPU
+    operation and idle gap) give what an ASOF join gives: 50,000 random probes over random rows,
+    with keys of one row and of thousands, rows clustered in time, rows that return NULL, probes
+    before a key's first row, after its last, at a row's own time and with no key, and a key whose
+    times lie further apart than BIGINT can subtract."""
+    import duckdb
+    from nsys_diagnose.ingest import sql_library
+
+    text = (ROOT / "analyzer" / "ingest" / "sql" / "phases.sql").read_text()
+    stmts = [s.sql for s in sql_library.statements("phases.sql", text) if "time_lookup" in s.sql or "MACRO lookup_" in s.sql]
+    con = duckdb.connect(config={"threads": 4, "preserve_insertion_order": False})
+    con.execute("CREATE TYPE label AS ENUM ('x')")
+    # rows: key i % 7 (key 6 has one row), times clustered by the square, a few far-apart ones
+    con.execute("""CREATE TABLE nvtx_stack_points AS
+        SELECT DISTINCT ON (global_tid, ts) * FROM (
+          SELECT CASE WHEN i < 20000 THEN i % 6 ELSE 6 END AS global_tid, ((hash(i) % 3000)::BIGINT ** 2)::BIGINT AS ts,
+                 CASE WHEN i % 11 = 0 THEN NULL ELSE i END AS range_id FROM range(20001) r(i)
+          UNION ALL SELECT 9, -4611686018427387904, 1 UNION ALL SELECT 9, 4611686018427387904, 2 UNION ALL SELECT 9, 0, 3)""")
+    con.execute("""CREATE TABLE steps AS SELECT DISTINCT ON (pid, start_ns) pid, row_number() OVER () AS step,
+        start_ns, start_ns + 5 AS end_ns FROM (SELECT i % 3 AS pid, (hash(i * 3) % 100000)::BIGINT AS start_ns FROM range(5000) r(i))""")
+    con.execute("""CREATE TABLE nvtx_process_cover AS SELECT pid, start_ns, max(end_ns) OVER w AS cover_end, 7 AS cover_tid
+        FROM (SELECT i % 2 AS pid, (hash(i * 5) % 50000)::BIGINT AS start_ns, (hash(i * 5) % 50000)::BIGINT + 300 AS end_ns
+              FROM range(3000) r(i)) WINDOW w AS (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)""")
+    for stmt in stmts:
+        con.execute(stmt)
+    con.execute("""CREATE TABLE probes AS SELECT i, CASE WHEN i % 101 = 0 THEN NULL ELSE i % 10 END AS key,
+        CASE WHEN i % 13 = 0 THEN ((hash(i) % 3000)::BIGINT ** 2)::BIGINT
+             WHEN i % 17 = 0 THEN 4611686018427387904 + i ELSE (hash(i) % 9100000)::BIGINT - 50000 END AS t
+        FROM range(50000) r(i)""")
+
+    def bucketed(side: int, value: str) -> str:
+        return f"""SELECT p.i, r.{value} FROM probes p
+            LEFT JOIN time_lookup_widths w ON w.side = {side} AND w.k1 = p.key AND w.k2 = 0
+            LEFT JOIN time_lookup_buckets b ON b.side = {side} AND b.k1 = p.key AND b.k2 = 0
+              AND b.b = lookup_bucket(p.t, w.t0, w.w, w.last_b)
+            LEFT JOIN time_lookup_rows r ON r.side = {side} AND r.i = lookup_row(b.ts, b.ids, b.prior, p.t)"""
+
+    cases = [(bucketed(2, "v1"), "SELECT p.i, s.range_id FROM probes p ASOF LEFT JOIN nvtx_stack_points s ON s.global_tid = p.key AND s.ts <= p.t"),
+             (bucketed(1, "v1"), "SELECT p.i, s.step FROM probes p ASOF LEFT JOIN steps s ON s.pid = p.key AND s.start_ns <= p.t"),
+             (bucketed(4, "v1"), "SELECT p.i, c.cover_end FROM probes p ASOF LEFT JOIN nvtx_process_cover c ON c.pid = p.key AND c.start_ns <= p.t")]
+    for mine, reference in cases:
+        assert con.execute(f"SELECT count(*) FROM ({mine}) WHERE v1 IS NOT NULL").fetchone()[0] > 1000
+        for a, b in ((mine, reference), (reference, mine)):
+            assert con.execute(f"SELECT count(*) FROM ({a} EXCEPT ALL {b})").fetchone()[0] == 0, (a, b)
+
+
 def test_gpu_openers_stream_is_the_partitioned_window():
     """normalize.sql's gpu_openers runs its running max as one sorted stream over every (device,
     process); on 200,000 random operations (overlapping, touching, zero-length, tied, NULL device,

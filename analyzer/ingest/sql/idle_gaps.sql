@@ -194,6 +194,14 @@ FROM per_state p
 LEFT JOIN host_states h ON h.k = p.top_k
 LEFT JOIN host_state_names sn ON sn.code = h.code;
 
+-- The blocking calls as the third lookup of time_lookup_rows (phases.sql): a gap's thread's last
+-- blocking call ended at or before the gap's end.
+INSERT INTO time_lookup_rows
+SELECT 3, pid, tid, end_ns, row_number() OVER (ORDER BY pid, tid, end_ns, start_ns, api, kind), end_ns, duration_ns, api, kind
+FROM blocking_calls WHERE pid IS NOT NULL AND tid IS NOT NULL AND end_ns IS NOT NULL;
+INSERT INTO time_lookup_widths FROM time_lookup_width_rows WHERE side = 3;
+INSERT INTO time_lookup_buckets FROM time_lookup_bucket_rows WHERE side = 3;
+
 -- One row per GPU idle gap of a (device, process) of at least dispatch_gap_ns (settings.sql):
 -- between two gpu_busy intervals, with what the host thread that ended it (the one launching
 -- the next GPU operation) was doing meanwhile. Per-thread host states (CUDA API and OS calls,
@@ -233,29 +241,42 @@ LEFT JOIN host_state_names sn ON sn.code = h.code;
 -- @column next_kind: kind of the GPU operation that ends the gap (gpu_activity.kind: kernel,
 -- memcpy, memset or graph): what the host was issuing when the GPU got work again
 CREATE TABLE idle_gaps AS
--- the lookups run as one chain of ASOF joins on the gap rows (each sorts them once), with no
--- join back on gap_id for each; the chain carries numbers only (a range's id, not its name:
--- every string in a sort's rows costs several times its numbers), names are joined last
-WITH own AS (
-  SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.next_kind,
-         CASE WHEN g.start_ns < s.end_ns THEN s.step END AS step,
-         p.range_id,
-         b.end_ns >= g.start_ns AS after_blocking, b.api AS blocking_api, b.kind AS blocking_kind,
-         b.end_ns AS blocking_end_ns, b.duration_ns AS blocking_wait_ns
-  FROM raw_gaps g
-  ASOF LEFT JOIN steps s ON s.pid = g.pid AND s.start_ns <= g.start_ns
-  ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = g.global_tid AND p.ts <= g.start_ns + (g.end_ns - g.start_ns) // 2
-  ASOF LEFT JOIN blocking_calls b ON b.pid = g.pid AND b.tid = g.tid AND b.end_ns <= g.end_ns),
--- a gap whose thread was in no range takes the innermost range of the thread of the process
--- that was in one then (nvtx_process_cover): two more lookups on those gaps only (on all gaps
--- they cost as much as the chain above)
+-- the lookups (time_lookup_rows' sides) as hash joins on the gap rows, none sorting them; the
+-- chain carries numbers only (a range's id, not its name: strings cost several times their
+-- numbers in every operator), names are joined last. A gap whose thread was in no range takes the
+-- innermost range of the thread of the process that was in one then (nvtx_process_cover).
+WITH keyed AS (
+  SELECT g.*, g.start_ns + (g.end_ns - g.start_ns) // 2 AS mid_ns FROM raw_gaps g),
+own AS (
+  SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.next_kind, g.mid_ns,
+         CASE WHEN g.start_ns < rs.v2 THEN rs.v1 END AS step, rp.v1 AS own_range_id,
+         rb.v1 >= g.start_ns AS after_blocking, rb.n1 AS blocking_api, rb.n2 AS blocking_kind,
+         rb.v1 AS blocking_end_ns, rb.v2 AS blocking_wait_ns, rc.v1 AS cover_end, rc.v2 AS cover_tid
+  FROM keyed g
+  LEFT JOIN time_lookup_widths ws ON ws.side = 1 AND ws.k1 = g.pid AND ws.k2 = 0
+  LEFT JOIN time_lookup_buckets bs
+    ON bs.side = 1 AND bs.k1 = g.pid AND bs.k2 = 0 AND bs.b = lookup_bucket(g.start_ns, ws.t0, ws.w, ws.last_b)
+  LEFT JOIN time_lookup_rows rs ON rs.side = 1 AND rs.i = lookup_row(bs.ts, bs.ids, bs.prior, g.start_ns)
+  LEFT JOIN time_lookup_widths wp ON wp.side = 2 AND wp.k1 = g.global_tid AND wp.k2 = 0
+  LEFT JOIN time_lookup_buckets bp
+    ON bp.side = 2 AND bp.k1 = g.global_tid AND bp.k2 = 0 AND bp.b = lookup_bucket(g.mid_ns, wp.t0, wp.w, wp.last_b)
+  LEFT JOIN time_lookup_rows rp ON rp.side = 2 AND rp.i = lookup_row(bp.ts, bp.ids, bp.prior, g.mid_ns)
+  LEFT JOIN time_lookup_widths wb ON wb.side = 3 AND wb.k1 = g.pid AND wb.k2 = g.tid
+  LEFT JOIN time_lookup_buckets bb
+    ON bb.side = 3 AND bb.k1 = g.pid AND bb.k2 = g.tid AND bb.b = lookup_bucket(g.end_ns, wb.t0, wb.w, wb.last_b)
+  LEFT JOIN time_lookup_rows rb ON rb.side = 3 AND rb.i = lookup_row(bb.ts, bb.ids, bb.prior, g.end_ns)
+  LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = g.pid AND wc.k2 = 0
+  LEFT JOIN time_lookup_buckets bc
+    ON bc.side = 4 AND bc.k1 = g.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(g.mid_ns, wc.t0, wc.w, wc.last_b)
+  LEFT JOIN time_lookup_rows rc ON rc.side = 4 AND rc.i = lookup_row(bc.ts, bc.ids, bc.prior, g.mid_ns)),
 looked AS (
-  SELECT * FROM own WHERE range_id IS NOT NULL
-  UNION ALL BY NAME
-  SELECT g.* REPLACE (CASE WHEN c.cover_end > g.start_ns + (g.end_ns - g.start_ns) // 2 THEN q.range_id END AS range_id)
-  FROM (SELECT * FROM own WHERE range_id IS NULL) g
-  ASOF LEFT JOIN nvtx_process_cover c ON c.pid = g.pid AND c.start_ns <= g.start_ns + (g.end_ns - g.start_ns) // 2
-  ASOF LEFT JOIN nvtx_stack_points q ON q.global_tid = c.cover_tid AND q.ts <= g.start_ns + (g.end_ns - g.start_ns) // 2),
+  SELECT g.* EXCLUDE (own_range_id, cover_end, cover_tid, mid_ns),
+         coalesce(g.own_range_id, CASE WHEN g.cover_end > g.mid_ns THEN rq.v1 END) AS range_id
+  FROM own g
+  LEFT JOIN time_lookup_widths wq ON wq.side = 2 AND wq.k1 = CASE WHEN g.own_range_id IS NULL THEN g.cover_tid END AND wq.k2 = 0
+  LEFT JOIN time_lookup_buckets bq
+    ON bq.side = 2 AND bq.k1 = wq.k1 AND bq.k2 = 0 AND bq.b = lookup_bucket(g.mid_ns, wq.t0, wq.w, wq.last_b)
+  LEFT JOIN time_lookup_rows rq ON rq.side = 2 AND rq.i = lookup_row(bq.ts, bq.ids, bq.prior, g.mid_ns)),
 classed AS (
   SELECT g.*, r.name AS nvtx_range, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
@@ -339,3 +360,10 @@ DROP TABLE host_states;
 DROP TABLE gpu_openers;
 DROP TABLE nvtx_stack_points;
 DROP TABLE nvtx_process_cover;
+DROP VIEW time_lookup_bucket_rows;
+DROP VIEW time_lookup_width_rows;
+DROP TABLE time_lookup_buckets;
+DROP TABLE time_lookup_widths;
+DROP TABLE time_lookup_rows;
+DROP MACRO lookup_row;
+DROP MACRO lookup_bucket;

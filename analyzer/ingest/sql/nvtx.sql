@@ -2,7 +2,7 @@
 
 -- NVTX attribution: which range launched each GPU operation, and per range instance the GPU
 -- work launched from it and the GPU busy time during it. Linear in ranges + operations: sorts,
--- window functions and ASOF joins (sort-merge), never an interval join.
+-- window functions, ASOF joins (sort-merge) and bucketed lookups, never an interval join.
 
 -- GPU operations by the innermost open push/pop range on the launching thread at their launch
 -- call (its API call's start): the one open after the last NVTX event at or before the launch
@@ -13,22 +13,31 @@
 -- its own, such as autograd's backward thread) the innermost range of the thread of the
 -- process inside a range at the launch (nvtx_process_cover, phases.sql): where the work comes
 -- from in the program's words (nvtx_op_time). range_id alone is nsys's same-thread projection.
--- The two lookups of that fallback run on the operations with no range of their own only.
+-- The lookups are hash joins on the operations (time_lookup_rows, phases.sql), none sorting them.
 CREATE TABLE range_op_sums AS
 WITH ops AS (
   SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
          launch_start_ns
   FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL),
 own AS (
-  SELECT o.*, p.range_id FROM ops o
-  ASOF LEFT JOIN nvtx_stack_points p ON p.global_tid = o.global_tid AND p.ts <= o.launch_start_ns),
+  SELECT o.*, rp.v1 AS range_id, rc.v1 AS cover_end, rc.v2 AS cover_tid
+  FROM ops o
+  LEFT JOIN time_lookup_widths wp ON wp.side = 2 AND wp.k1 = o.global_tid AND wp.k2 = 0
+  LEFT JOIN time_lookup_buckets bp
+    ON bp.side = 2 AND bp.k1 = o.global_tid AND bp.k2 = 0 AND bp.b = lookup_bucket(o.launch_start_ns, wp.t0, wp.w, wp.last_b)
+  LEFT JOIN time_lookup_rows rp ON rp.side = 2 AND rp.i = lookup_row(bp.ts, bp.ids, bp.prior, o.launch_start_ns)
+  LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = o.pid AND wc.k2 = 0
+  LEFT JOIN time_lookup_buckets bc
+    ON bc.side = 4 AND bc.k1 = o.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(o.launch_start_ns, wc.t0, wc.w, wc.last_b)
+  LEFT JOIN time_lookup_rows rc ON rc.side = 4 AND rc.i = lookup_row(bc.ts, bc.ids, bc.prior, o.launch_start_ns)),
 placed AS (
-  SELECT *, range_id AS op_range_id FROM own WHERE range_id IS NOT NULL
-  UNION ALL
-  SELECT o.*, CASE WHEN c.cover_end > o.launch_start_ns THEN q.range_id END
-  FROM (SELECT * FROM own WHERE range_id IS NULL) o
-  ASOF LEFT JOIN nvtx_process_cover c ON c.pid = o.pid AND c.start_ns <= o.launch_start_ns
-  ASOF LEFT JOIN nvtx_stack_points q ON q.global_tid = c.cover_tid AND q.ts <= o.launch_start_ns)
+  SELECT o.* EXCLUDE (cover_end, cover_tid),
+         coalesce(o.range_id, CASE WHEN o.cover_end > o.launch_start_ns THEN rq.v1 END) AS op_range_id
+  FROM own o
+  LEFT JOIN time_lookup_widths wq ON wq.side = 2 AND wq.k1 = CASE WHEN o.range_id IS NULL THEN o.cover_tid END AND wq.k2 = 0
+  LEFT JOIN time_lookup_buckets bq
+    ON bq.side = 2 AND bq.k1 = wq.k1 AND bq.k2 = 0 AND bq.b = lookup_bucket(o.launch_start_ns, wq.t0, wq.w, wq.last_b)
+  LEFT JOIN time_lookup_rows rq ON rq.side = 2 AND rq.i = lookup_row(bq.ts, bq.ids, bq.prior, o.launch_start_ns))
 SELECT o.range_id, o.op_range_id, o.pid, o.device_id, o.kind, o.name,
        o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AS steady,
        count(*) AS ops, sum(o.duration_ns::DOUBLE)::BIGINT AS gpu_ns,

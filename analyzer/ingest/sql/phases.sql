@@ -304,6 +304,59 @@ DROP TABLE step_names;
 DROP TABLE nvtx_stack_events;
 DROP TABLE nvtx_numbered;
 
+-- "The last row at or before a time, on a key" (what an ASOF join gives), for the lookups whose
+-- rows are few and whose probes are many: the NVTX range of every GPU operation's launch
+-- (nvtx.sql), the step, range and blocking call of every idle gap (idle_gaps.sql). An ASOF join
+-- sorts every probe with all it carries, which past the ingest's memory limit spills and grows
+-- faster than the probes (idle_gaps at 1e7 gaps: three lookups took 51 of its 97 CPU s). So each
+-- key's rows go into buckets of time (about two per row), each bucket holding the times and
+-- numbers of the rows started in it and the number of the last row before it, and a probe reads
+-- its bucket through hash joins (the buckets are the build side, the probes stream through), as
+-- step_ops (step_times.sql) does. One row per row looked up: the lookup (side: 1 steps by process,
+-- 2 nvtx_stack_points by thread, 3 blocking_calls by (process, thread), which idle_gaps.sql adds,
+-- 4 nvtx_process_cover by process), its key (k1, k2), its time t, its number i in (key, t) order
+-- (ties: the one whose running values hold the others' too), and what the lookup returns (v1, v2,
+-- n1, n2).
+CREATE TEMP TABLE time_lookup_rows AS
+SELECT 1::UTINYINT AS side, pid AS k1, 0::BIGINT AS k2, start_ns AS t, row_number() OVER (ORDER BY pid, start_ns, step) AS i,
+       step AS v1, end_ns AS v2, NULL::label AS n1, NULL::label AS n2
+FROM steps WHERE pid IS NOT NULL AND start_ns IS NOT NULL
+UNION ALL
+-- (a thread's stack points hold one row per time)
+SELECT 2, global_tid, 0, ts, row_number() OVER (ORDER BY global_tid, ts), range_id, NULL, NULL, NULL
+FROM nvtx_stack_points WHERE global_tid IS NOT NULL AND ts IS NOT NULL
+UNION ALL
+-- (rows started at one time: the last holds the running maximum over them all)
+SELECT 4, pid, 0, start_ns, row_number() OVER (ORDER BY pid, start_ns, cover_end, -cover_tid), cover_end, cover_tid, NULL, NULL
+FROM nvtx_process_cover WHERE pid IS NOT NULL AND start_ns IS NOT NULL;
+
+-- Per (side, key): the buckets' origin and width, and the last bucket's number. A time t's
+-- bucket is t // w - t0 // w: monotonic in t, and in BIGINT for any times, as w is at least 2
+-- (a broken export's times can lie further apart than BIGINT holds: the span is a HUGEINT).
+CREATE TEMP VIEW time_lookup_width_rows AS
+WITH spans AS (SELECT side, k1, k2, min(t) AS t0, max(t) AS t1, count(*) AS n FROM time_lookup_rows GROUP BY ALL),
+widths AS (SELECT *, greatest((t1::HUGEINT - t0) // (2 * n), 2)::BIGINT AS w FROM spans)
+SELECT side, k1, k2, t0, w, t1 // w - t0 // w AS last_b FROM widths;
+CREATE TEMP TABLE time_lookup_widths AS FROM time_lookup_width_rows;
+
+-- Every bucket of every (side, key), with the rows started in it (times and numbers, in order)
+-- and the number of the last row before it.
+CREATE TEMP VIEW time_lookup_bucket_rows AS
+WITH in_bucket AS (
+  SELECT r.side, r.k1, r.k2, r.t // w.w - w.t0 // w.w AS b, list(r.t ORDER BY r.i) AS ts, list(r.i ORDER BY r.i) AS ids
+  FROM time_lookup_rows r JOIN time_lookup_widths w USING (side, k1, k2) GROUP BY ALL)
+SELECT w.side, w.k1, w.k2, g.b, i.ts, i.ids,
+       last_value(i.ids[-1] IGNORE NULLS) OVER (PARTITION BY w.side, w.k1, w.k2 ORDER BY g.b
+                                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
+FROM time_lookup_widths w CROSS JOIN LATERAL (SELECT unnest(range(0, w.last_b + 1)) AS b) g
+LEFT JOIN in_bucket i ON i.side = w.side AND i.k1 = w.k1 AND i.k2 = w.k2 AND i.b = g.b;
+CREATE TEMP TABLE time_lookup_buckets AS FROM time_lookup_bucket_rows;
+
+-- A time's bucket (NULL before the key's first row), and the number of the last row at or
+-- before it in that bucket's list, else the bucket's prior.
+CREATE TEMP MACRO lookup_bucket(t, t0, w, last_b) AS CASE WHEN t >= t0 THEN least(t // w - t0 // w, last_b) END;
+CREATE TEMP MACRO lookup_row(ts, ids, prior, t) AS coalesce(ids[len(list_filter(ts, x -> x <= t))], prior);
+
 -- One row per (process, device): its GPU busy time inside the process's steady-state window,
 -- the denominator of the steady-state shares that several rules report.
 -- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
