@@ -366,8 +366,6 @@ def test_rules_cmd(rules_dir: Path, select: tuple[str, ...], update_snapshots: b
     sys.exit(1 if failed else 0)
 
 
-
-
 def fail(message: object, code: int = 2) -> None:
     """One line on stderr, whatever a file name in it holds (printable: no escape reaches the
     terminal, no newline splits the line), and the exit code."""

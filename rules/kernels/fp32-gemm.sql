@@ -40,11 +40,11 @@ SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tenso
        -- a wrapper's short name (cutlass::Kernel2<...>) says nothing: show the full name then
        CASE WHEN length(r.label) > 120 THEN left(r.label, 117) || '...' ELSE r.label END AS display_name,
        r.instances, r.total_ns, r.median_ns, r.rank, r.fp32_kernels, r.fp32_ns, b.busy_ns,
-       round(100.0 * r.total_ns / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS busy_share_pct,
-       round(100.0 * r.fp32_ns / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS fp32_share_pct,
+       round(100.0 * r.total_ns / nullif(b.kernel_share_ns, 0), 2) AS busy_share_pct,
+       round(100.0 * r.fp32_ns / nullif(b.kernel_share_ns, 0), 2) AS fp32_share_pct,
        round(r.fp32_ns * least(1.0, b.busy_ns / nullif(b.kernel_sum_ns, 0)))::BIGINT AS fp32_busy_ns,
        r.format_bound_ns::BIGINT AS format_bound_ns,
-       round(100.0 * r.format_bound_ns / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS format_bound_share_pct,
+       round(100.0 * r.format_bound_ns / nullif(b.kernel_share_ns, 0), 2) AS format_bound_share_pct,
        round(r.format_bound_ns * (1 - 1 / $expected_speedup) * least(1.0, b.busy_ns / nullif(b.kernel_sum_ns, 0)))::BIGINT
          AS est_saving_ns,
        t.top_range, round(100.0 * t.top_range_ns / nullif(r.fp32_ns, 0), 2) AS top_range_pct,

@@ -143,7 +143,7 @@ SELECT w.pid, w.device_id, w.gpu_name, w.model AS gpu_model, w.format, w.path, w
        w.format_ns, coalesce(w.gemm_ns, 0) AS gemm_ns,
        sum(w.format_ns) OVER (PARTITION BY w.pid, w.device_id) AS math_ns,
        round(100.0 * w.format_ns / sum(w.format_ns) OVER (PARTITION BY w.pid, w.device_id), 2) AS format_share_pct,
-       b.busy_ns, round(100.0 * coalesce(w.gemm_ns, 0) / nullif(greatest(b.busy_ns, b.kernel_sum_ns), 0), 2) AS busy_share_pct,
+       b.busy_ns, round(100.0 * coalesce(w.gemm_ns, 0) / nullif(b.kernel_share_ns, 0), 2) AS busy_share_pct,
        w.peak_tflops, w.fast_format, w.fast_peak AS fast_peak_tflops,
        round(w.fast_peak / nullif(w.peak_tflops, 0), 1) AS peak_gain, w.tf32_peak AS tf32_peak_tflops,
        coalesce(w.half_alike, false) AS half_alike,

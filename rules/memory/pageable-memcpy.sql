@@ -24,7 +24,7 @@ SELECT g.pid, g.device_id, g.kind, g.count, g.bytes, g.total_ns,
        -- bytes per ns is GB/s; times 1e9 gives bytes/s
        round(g.bytes * 1e9 / nullif(g.total_ns, 0), 0) AS bytes_per_s,
        g.max_bytes, g.median_bytes, g.large_count, g.launch_api, g.api_ns, b.busy_ns,
-       round(100.0 * g.total_ns / nullif(greatest(b.busy_ns, b.copy_sum_ns), 0), 2) AS busy_share_pct,
+       round(100.0 * g.total_ns / nullif(b.copy_share_ns, 0), 2) AS busy_share_pct,
        round(coalesce(p.rate, $pinned_bytes_per_s), 0) AS pinned_bytes_per_s,
        CASE WHEN p.rate IS NULL THEN 'assumed' ELSE 'measured' END AS pinned_rate_source,
        round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s))::BIGINT AS pinned_est_ns,

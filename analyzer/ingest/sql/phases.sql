@@ -364,27 +364,30 @@ CREATE TEMP MACRO lookup_row(ts, ids, prior, t) AS coalesce(ids[len(list_filter(
 -- @column device_id: CUDA device ordinal
 -- @column busy_ns: busy time (gpu_busy) inside steady_state's window, ns
 -- @column kernel_sum_ns: the durations of the kernels started in the window, summed, ns: above
--- busy_ns where kernels run side by side (several streams), and then the sum a kernel's share is
--- taken of, so that no share passes 100 %
--- @column copy_sum_ns: the durations of the copies and memsets started in the window, summed, ns:
--- above busy_ns where copies run side by side (several copy engines), and then the sum a copy's
--- share is taken of
+-- busy_ns where kernels run side by side (several streams); busy_ns over it turns the kernels'
+-- summed time into busy time
+-- @column kernel_share_ns: what a kernel's share is taken of, so that no share passes 100 %: the
+-- larger of busy_ns and kernel_sum_ns, ns
+-- @column copy_share_ns: what a copy's share is taken of: the larger of busy_ns and the durations of
+-- the copies and memsets started in the window, summed (above busy_ns where copies run side by
+-- side, on several copy engines), ns
 CREATE TABLE steady_busy AS
-WITH k AS (
-  SELECT k.pid, k.device_id, sum(k.duration_ns)::BIGINT AS kernel_sum_ns
-  FROM kernels k JOIN steady_state s ON s.pid = k.pid
-  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns GROUP BY ALL),
-copies AS (
-  SELECT a.pid, a.device_id, sum(a.duration_ns)::BIGINT AS copy_sum_ns
+-- (one scan of the window's operations for both sums: gpu_activity's kernel rows are kernels')
+WITH sums AS (
+  SELECT a.pid, a.device_id, sum(a.duration_ns) FILTER (WHERE a.kind = 'kernel')::BIGINT AS kernel_sum_ns,
+         sum(a.duration_ns) FILTER (WHERE a.kind IN ('memcpy', 'memset'))::BIGINT AS copy_sum_ns
   FROM gpu_activity a JOIN steady_state s ON s.pid = a.pid
-  WHERE a.kind IN ('memcpy', 'memset') AND a.start_ns >= s.start_ns AND a.start_ns < s.end_ns GROUP BY ALL)
-SELECT b.pid, b.device_id, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns))::BIGINT AS busy_ns,
-       coalesce(any_value(k.kernel_sum_ns), 0) AS kernel_sum_ns, coalesce(any_value(c.copy_sum_ns), 0) AS copy_sum_ns
-FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
-LEFT JOIN k ON k.pid = b.pid AND k.device_id IS NOT DISTINCT FROM b.device_id
-LEFT JOIN copies c ON c.pid = b.pid AND c.device_id IS NOT DISTINCT FROM b.device_id
-WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
-GROUP BY b.pid, b.device_id;
+  WHERE a.start_ns >= s.start_ns AND a.start_ns < s.end_ns GROUP BY ALL),
+busy AS (
+  SELECT b.pid, b.device_id, sum(least(b.end_ns, s.end_ns) - greatest(b.start_ns, s.start_ns))::BIGINT AS busy_ns,
+         coalesce(any_value(k.kernel_sum_ns), 0) AS kernel_sum_ns, coalesce(any_value(k.copy_sum_ns), 0) AS copy_sum_ns
+  FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
+  LEFT JOIN sums k ON k.pid = b.pid AND k.device_id IS NOT DISTINCT FROM b.device_id
+  WHERE b.end_ns > s.start_ns AND b.start_ns < s.end_ns
+  GROUP BY b.pid, b.device_id)
+SELECT pid, device_id, busy_ns, kernel_sum_ns, greatest(busy_ns, kernel_sum_ns) AS kernel_share_ns,
+       greatest(busy_ns, copy_sum_ns) AS copy_share_ns
+FROM busy;
 
 -- One row per distinct kernel name. Rules match name patterns here, once per name, and join
 -- back on the name: a regular expression on every kernel row costs seconds at 1e7 kernels.
