@@ -97,6 +97,40 @@ def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
     assert not [r.id for r in report.rules if r.status == "error"]
 
 
+class _MemoryBoundConnection:
+    """A connection whose statements run out of memory unless the cap is at least `needs` MB."""
+
+    def __init__(self, needs: int, limit: str):
+        self.needs, self.limit, self.runs = needs, limit, []
+
+    def execute(self, sql, params=None):
+        import duckdb
+        if sql.startswith("SET memory_limit"):
+            self.limit = sql.split("'")[1]
+            return self
+        self.runs.append(self.limit)
+        if int(self.limit.removesuffix("MB")) < self.needs:
+            raise duckdb.OutOfMemoryException("out of memory")
+        return self
+
+
+def test_an_ingest_statement_out_of_memory_is_redone_once_at_the_raised_cap():
+    import duckdb
+    from nsys_diagnose.ingest.database import _execute_retrying, _scaled
+    retry = _scaled("500MB", 2)
+    con = _MemoryBoundConnection(needs=800, limit="500MB")
+    _execute_retrying(con, "CREATE TABLE t AS SELECT 1", None, "500MB", retry)
+    assert (con.runs, con.limit) == (["500MB", "1000MB"], "500MB")  # the cap is set back for the next one
+    con = _MemoryBoundConnection(needs=2000, limit="500MB")
+    with pytest.raises(duckdb.OutOfMemoryException):  # then the whole ingest is redone (test above)
+        _execute_retrying(con, "CREATE TABLE t AS SELECT 1", None, "500MB", retry)
+    assert (con.runs, con.limit) == (["500MB", "1000MB"], "500MB")
+    con = _MemoryBoundConnection(needs=800, limit="500MB")
+    with pytest.raises(duckdb.OutOfMemoryException):  # one transaction, or the last try: not redone
+        _execute_retrying(con, "CREATE TABLE t AS SELECT 1", None, "500MB", None)
+    assert con.runs == ["500MB"]
+
+
 def test_threads_follow_the_environment(monkeypatch):
     from nsys_diagnose.errors import UsageError
     monkeypatch.setenv("NSYS_DIAGNOSE_THREADS", "1")
