@@ -34,7 +34,8 @@ def test_rule_docs_and_params_complete(rule_id):
     assert rule.findings, "a rule without findings never says anything"
     assert rule.requires or rule.requires_any, "declare the normalized tables the rule reads"
     for name in rule.params:
-        assert f"${name}" in rule.sql or any(f"${name}" in f.when for f in rule.findings), f"unused param {name}"
+        whens = [f.when for f in rule.findings] + [p.when for p in rule.advice if p.when]
+        assert f"${name}" in rule.sql or any(f"${name}" in when for when in whens), f"unused param {name}"
 
 
 @pytest.mark.parametrize("rule_id", sorted(RULES))
