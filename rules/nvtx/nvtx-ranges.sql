@@ -51,14 +51,18 @@ places AS (
          sum(ns) FILTER (WHERE cause = 'OS wait') AS os_wait_ns,
          sum(ns) FILTER (WHERE cause IN ('sync', 'copy')) AS sync_ns
   FROM (SELECT *, sum(ns) OVER (PARTITION BY pid, name) AS total_ns FROM place_causes) GROUP BY pid, name),
--- the OS, sync and copy calls the GPU's idle gaps in the range were spent in, costliest first
+-- the OS, sync and copy calls and the CUDA graph captures the GPU's idle gaps in the range were
+-- spent in, costliest first
 calls AS (
   SELECT pid, nvtx_range AS name, detail, os_wait_kind(detail) AS wait_kind, cause, sum(duration_ns) AS ns
-  FROM idle_gaps WHERE in_steady_state AND nvtx_range IS NOT NULL AND cause IN ('os-call', 'sync', 'copy')
+  FROM idle_gaps
+  WHERE in_steady_state AND nvtx_range IS NOT NULL
+    AND (cause IN ('os-call', 'sync', 'copy') OR (cause = 'cuda-api' AND detail LIKE '%StreamBeginCapture%'))
   GROUP BY ALL),
 top_calls AS (
   SELECT pid, name, string_agg(detail, ', ' ORDER BY ns DESC, detail) FILTER (WHERE k <= 3) AS top_calls,
-         sum(ns) FILTER (WHERE cause = 'os-call' AND wait_kind = 'file I/O') AS file_io_ns
+         sum(ns) FILTER (WHERE cause = 'os-call' AND wait_kind = 'file I/O') AS file_io_ns,
+         sum(ns) FILTER (WHERE cause = 'cuda-api') AS capture_ns
   FROM (SELECT *, row_number() OVER (PARTITION BY pid, name ORDER BY ns DESC, detail) AS k FROM calls)
   GROUP BY pid, name)
 SELECT n.pid, n.name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_ns, depth, gpu_ops, kernels,
@@ -75,6 +79,8 @@ SELECT n.pid, n.name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_
        round(100.0 * coalesce(p.os_wait_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS os_wait_pct,
        round(100.0 * coalesce(p.sync_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS sync_pct,
        round(100.0 * coalesce(c.file_io_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS file_io_pct,
+       -- (of whole gaps, so it may pass the budget's share of them: capped)
+       least(round(100.0 * coalesce(c.capture_ns, 0) / nullif(p.place_idle_ns, 0), 2), 100) AS capture_pct,
        coalesce(c.top_calls, 'host code (no traced call)') AS top_calls,
        row_number() OVER (PARTITION BY n.pid ORDER BY coalesce(p.place_idle_ns, 0) DESC, steady_idle_ns DESC,
                                                     wall_ns DESC, n.name) AS idle_rank

@@ -96,8 +96,34 @@ INSERT INTO host_state_names VALUES (1, 'allocation'), (2, 'copy'), (3, 'cuda-ap
 CREATE TEMP TABLE gap_threads AS
 SELECT pid, tid, row_number() OVER () AS thread_no FROM (SELECT DISTINCT pid, tid FROM raw_gaps);
 
+-- Each CUDA graph capture of a gap thread, as one call: from its stream's Begin Capture to the end
+-- of the last End Capture or instantiation after it (before the thread's next capture), and on to
+-- the graph's launch when that comes within the capture's own length after it (the capture's
+-- tail: torch.cuda.graph's exit, the replay's set-up). Launches, allocations and host code inside
+-- it build a graph instead of feeding the GPU, so the capture holds them, as the outermost call
+-- (host_states), named by its Begin Capture call.
+CREATE TEMP TABLE graph_captures AS
+WITH marks AS (
+  SELECT a.pid, a.tid, a.start_ns, a.end_ns, a.api, a.category = 'launch' AS launch,
+         sum((a.api LIKE '%StreamBeginCapture%')::INTEGER) OVER (PARTITION BY a.pid, a.tid ORDER BY a.start_ns, a.end_ns)
+           AS capture
+  FROM api_calls a SEMI JOIN gap_threads g ON g.pid = a.pid AND g.tid = a.tid
+  WHERE (a.category IN ('stream', 'graph')
+         AND (a.api LIKE '%StreamBeginCapture%' OR a.api LIKE '%StreamEndCapture%' OR a.api LIKE '%GraphInstantiate%'))
+     OR (a.category = 'launch' AND a.api LIKE '%GraphLaunch%')),
+built AS (
+  SELECT *, max(end_ns) FILTER (WHERE NOT launch) OVER (PARTITION BY pid, tid, capture) AS built_ns,
+         min(start_ns) FILTER (WHERE NOT launch) OVER (PARTITION BY pid, tid, capture) AS begin_ns
+  FROM marks WHERE capture > 0)
+SELECT pid, tid, min(start_ns) FILTER (WHERE NOT launch) AS start_ns,
+       coalesce(min(start_ns) FILTER (WHERE launch AND start_ns >= built_ns AND start_ns - built_ns <= built_ns - begin_ns),
+                max(end_ns) FILTER (WHERE NOT launch)) AS end_ns,
+       first(api ORDER BY start_ns) FILTER (WHERE NOT launch) AS name
+FROM built GROUP BY pid, tid, capture HAVING count(*) FILTER (WHERE NOT launch) > 0;
+
 -- What a thread does, as disjoint intervals: CUDA API calls and OS runtime calls, the outermost
--- call winning where they nest (a driver call inside a runtime call, a poll inside a sync).
+-- call winning where they nest (a driver call inside a runtime call, a poll inside a sync, the
+-- launches inside a graph capture).
 -- k numbers the calls in start order, thread by thread (thread_no * 2^32 + position), skipping
 -- the nested calls dropped: states are disjoint, so their starts and ends both increase with k.
 CREATE TABLE host_states AS
@@ -111,7 +137,10 @@ WITH calls AS (
   FROM api_calls a JOIN gap_threads g ON g.pid = a.pid AND g.tid = a.tid
   UNION ALL
   SELECT g.thread_no, o.start_ns, o.end_ns, o.name, 6::UTINYINT
-  FROM osrt_calls o JOIN gap_threads g ON g.pid = o.pid AND g.tid = o.tid),
+  FROM osrt_calls o JOIN gap_threads g ON g.pid = o.pid AND g.tid = o.tid
+  UNION ALL
+  SELECT g.thread_no, c.start_ns, c.end_ns, c.name, 3::UTINYINT
+  FROM graph_captures c JOIN gap_threads g ON g.pid = c.pid AND g.tid = c.tid),
 ordered AS (
   SELECT thread_no, start_ns, end_ns, code, name,
          max(end_ns) OVER w AS prev_end, (thread_no << 32) + row_number() OVER w AS k
@@ -220,7 +249,8 @@ INSERT INTO time_lookup_buckets FROM time_lookup_bucket_rows WHERE side = 3;
 -- @column cause: the thread's state that took most of the gap (allocation, copy, cuda-api, launch,
 -- module-loading, os-call, sync) when it took more than untraced host time (host_ns); else nvtx
 -- when a thread of the process was inside an NVTX range (nvtx_range), else untraced
--- @column detail: the call of that state (API or OS function name), the NVTX range for nvtx,
+-- @column detail: the call of that state (API or OS function name; a CUDA graph capture, which
+-- holds the calls made while capturing, is its Begin Capture call), the NVTX range for nvtx,
 -- NULL for untraced
 -- @column nvtx_range: innermost push/pop range open at the gap's middle on the thread, else (NVTX
 -- ranges are per thread, and helper threads work for the step the main thread is in) on the
@@ -344,7 +374,9 @@ CREATE MACRO gap_cause_text(cause, detail) AS
                              ELSE 'in the OS call ' || detail || ' (waiting on another thread, a process or I/O)' END
     WHEN 'allocation' THEN 'allocating or freeing memory (' || detail || ')'
     WHEN 'module-loading' THEN 'loading modules or creating a context (' || detail || ')'
-    ELSE 'inside the CUDA call ' || coalesce(detail, '?') END;
+    ELSE CASE WHEN detail LIKE '%StreamBeginCapture%'
+              THEN 'capturing a CUDA graph (' || detail || ' to its instantiation)'
+              ELSE 'inside the CUDA call ' || coalesce(detail, '?') END END;
 
 -- Intermediates, dropped once used: the big ones (a row per gap or host call) live in the
 -- database file, as temporary tables hold the ingest memory limit and spill uncompressed; the
@@ -353,6 +385,7 @@ DROP TABLE gap_states;
 DROP TABLE gap_ranges;
 DROP TABLE gap_thread_offsets;
 DROP TABLE host_state_names;
+DROP TABLE graph_captures;
 DROP TABLE gap_threads;
 DROP TABLE raw_gaps;
 DROP TABLE main_threads;
