@@ -105,6 +105,11 @@ def test_only_steps_that_do_not_repeat_are_churn(path):
         finally:
             trace.close()
         assert top[:3] == ("idle", "step churn", "forward") and top[3] > 95
+    elif path.stem == "cg_solver_item_check":
+        # a step is a solver iteration; every 21st starts a new system (randn, the first residual,
+        # its norm): a periodic phase of ~0.15 ms, 3.6 % of the window in all
+        assert [(r["step"], r["mechanism"]) for r in churn] == [(s, "periodic phase") for s in range(21, 252, 21)]
+        assert sum(r["churn_ns"] for r in churn) < 0.05 * window
     elif path.stem == "healthy_fp16_convnet_infer":
         # step 4 is the first periodic readout: its argmax kernel's module loads lazily (one
         # cuLibraryLoadData, 6.66 ms of a 14.2 ms step, against 7.57 ms for the usual step)

@@ -397,11 +397,16 @@ def _execute_retrying(con: duckdb.DuckDBPyConnection, sql: str, params: dict | N
     except duckdb.OutOfMemoryException:
         if retry_limit is None:
             raise
-    con.execute(f"SET memory_limit = '{retry_limit}'")
+    _set_memory_limit(con, retry_limit)
     try:
         return con.execute(sql, params)
     finally:
-        con.execute(f"SET memory_limit = '{limit}'")
+        _set_memory_limit(con, limit)
+
+
+def _set_memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> None:
+    """`limit`: memory_limit()'s form or one derived from it (never text from outside)."""
+    con.execute(f"SET memory_limit = '{limit}'")
 
 
 def _label_type(con: duckdb.DuckDBPyConnection, stmt: str) -> str:
@@ -471,7 +476,7 @@ def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
     except duckdb.OutOfMemoryException:
         limit = "SELECT current_setting('memory_limit')"
         before = con.execute(limit).fetchone()[0]
-        con.execute(f"SET memory_limit = '{RETRY_MEMORY_LIMIT}'")
+        _set_memory_limit(con, RETRY_MEMORY_LIMIT)
         if con.execute(limit).fetchone()[0] == before:
             raise  # already at the retry cap (an earlier query raised it): it would fail again
         return run()
