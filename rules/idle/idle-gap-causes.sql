@@ -1,15 +1,26 @@
 -- One row per (device, process, cause, detail): the steady-state GPU idle gaps whose host-side
 -- cause is the same, the time they cost, largest first (see analyzer/sql/22_idle_gaps.sql).
 WITH totals AS (SELECT device_id, pid, sum(idle_ns) AS all_idle_ns FROM idle_gap_causes GROUP BY ALL),
+-- copies of at least roundtrip_min_bytes off the GPU (by where they end) and onto it (by where
+-- they start): a gap between two such is a round trip of data through the host
+off_gpu AS (
+  SELECT DISTINCT device_id, pid, end_ns FROM memcpys WHERE kind = 'Device-to-Host' AND bytes >= $roundtrip_min_bytes),
+onto_gpu AS (
+  SELECT DISTINCT device_id, pid, start_ns FROM memcpys WHERE kind = 'Host-to-Device' AND bytes >= $roundtrip_min_bytes),
 -- one pass over the gaps: where a cause happens (the innermost NVTX range holding most of its
--- idle time; an nvtx cause is its own range) and how much of it follows a blocking call
+-- idle time; an nvtx cause is its own range), how much of it follows a blocking call and how
+-- much lies between a copy off the GPU and one back onto it
 by_range AS (
-  SELECT device_id, pid, cause, detail, nvtx_range, sum(duration_ns) AS ns,
-         sum(duration_ns) FILTER (WHERE after_blocking_api IS NOT NULL) AS blocked_ns
-  FROM idle_gaps WHERE in_steady_state GROUP BY ALL),
+  SELECT g.device_id, g.pid, g.cause, g.detail, g.nvtx_range, sum(g.duration_ns) AS ns,
+         sum(g.duration_ns) FILTER (WHERE g.after_blocking_api IS NOT NULL) AS blocked_ns,
+         sum(g.duration_ns) FILTER (WHERE o.end_ns IS NOT NULL AND b.start_ns IS NOT NULL) AS roundtrip_ns
+  FROM idle_gaps g
+  LEFT JOIN off_gpu o ON o.device_id = g.device_id AND o.pid = g.pid AND o.end_ns = g.start_ns
+  LEFT JOIN onto_gpu b ON b.device_id = g.device_id AND b.pid = g.pid AND b.start_ns = g.end_ns
+  WHERE g.in_steady_state GROUP BY ALL),
 places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
-         sum(blocked_ns) AS after_blocking_ns
+         sum(blocked_ns) AS after_blocking_ns, sum(roundtrip_ns) AS roundtrip_ns
   FROM by_range GROUP BY ALL)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        gap_cause_text(c.cause, c.detail)
@@ -23,7 +34,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
        c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
-       coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns, c.window_ns,
+       coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
+       coalesce(p.roundtrip_ns, 0) AS roundtrip_ns, c.window_ns,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
        row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank
