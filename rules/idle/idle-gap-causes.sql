@@ -31,6 +31,15 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
                     WHEN 'module-loading' THEN 'module loading' WHEN 'cuda-api' THEN 'other CUDA calls'
                     ELSE c.cause END AS budget_cause,
        CASE WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
+       is_graph_capture(c.cause, c.detail) AS graph_capture,
+       -- what host code between GPU work looks like, for the advice: data through the host and
+       -- back; computation after each wait; short round trips after waits; or host code alone
+       CASE WHEN c.cause IN ('nvtx', 'untraced') THEN
+         CASE WHEN coalesce(p.roundtrip_ns, 0) >= 0.5 * c.idle_ns THEN 'round trip'
+              WHEN coalesce(p.after_blocking_ns, 0) >= 0.5 * c.idle_ns
+                THEN CASE WHEN coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) >= $host_compute_gap_ns
+                          THEN 'computes after waits' ELSE 'waits' END
+              ELSE 'host code' END END AS host_pattern,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
        c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,

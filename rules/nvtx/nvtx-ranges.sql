@@ -57,7 +57,7 @@ calls AS (
   SELECT pid, nvtx_range AS name, detail, os_wait_kind(detail) AS wait_kind, cause, sum(duration_ns) AS ns
   FROM idle_gaps
   WHERE in_steady_state AND nvtx_range IS NOT NULL
-    AND (cause IN ('os-call', 'sync', 'copy') OR (cause = 'cuda-api' AND detail LIKE '%StreamBeginCapture%'))
+    AND (cause IN ('os-call', 'sync', 'copy') OR is_graph_capture(cause, detail))
   GROUP BY ALL),
 top_calls AS (
   SELECT pid, name, string_agg(detail, ', ' ORDER BY ns DESC, detail) FILTER (WHERE k <= 3) AS top_calls,

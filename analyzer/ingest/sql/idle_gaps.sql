@@ -361,6 +361,10 @@ CREATE MACRO os_wait_kind(name) AS
                                  || 'p?readv?(64)?|fread|msync|sync_file_range|f?truncate(64)?)$') THEN 'file I/O'
        ELSE 'wait' END;
 
+-- Whether a gap's cause is a CUDA graph capture (graph_captures: a cuda-api state named by its
+-- Begin Capture call), for the rules that advise on it.
+CREATE MACRO is_graph_capture(cause, detail) AS coalesce(cause = 'cuda-api' AND detail LIKE '%StreamBeginCapture%', false);
+
 -- A gap cause in words, for rule messages: "the host was mostly <text>".
 CREATE MACRO gap_cause_text(cause, detail) AS
   CASE cause
@@ -374,7 +378,7 @@ CREATE MACRO gap_cause_text(cause, detail) AS
                              ELSE 'in the OS call ' || detail || ' (waiting on another thread, a process or I/O)' END
     WHEN 'allocation' THEN 'allocating or freeing memory (' || detail || ')'
     WHEN 'module-loading' THEN 'loading modules or creating a context (' || detail || ')'
-    ELSE CASE WHEN detail LIKE '%StreamBeginCapture%'
+    ELSE CASE WHEN is_graph_capture(cause, detail)
               THEN 'capturing a CUDA graph (' || detail || ' to its instantiation)'
               ELSE 'inside the CUDA call ' || coalesce(detail, '?') END END;
 
