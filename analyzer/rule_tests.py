@@ -46,6 +46,7 @@ class Repeat(Strict):
     n: int = Field(ge=1, le=1_000_000)
     every_ns: int
     corr_step: int = 1
+    id_step: int | None = Field(None, description="advance the row's id by this much per copy (CPU samples)")
 
 
 class Expect(Strict):

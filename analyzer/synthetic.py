@@ -44,7 +44,8 @@ def write_export(tables: dict[str, list[dict[str, Any]]], path: Path) -> Path:
 
 def expand(given: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Fixture shorthand: `strings: {id: text}` becomes StringIds; `repeat: {n, every_ns}` on a row
-    copies it n times shifted by every_ns (start, end, correlationId advance; corr_step per copy)."""
+    copies it n times shifted by every_ns (start, end, correlationId advance; corr_step per copy;
+    id too where the repeat gives id_step: CPU samples and their call-chain rows)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for table, rows in given.items():
         if table == "strings":
@@ -65,6 +66,8 @@ def expand(given: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                         r[key] += shift
                 if r.get("correlationId") is not None:
                     r["correlationId"] += i * rep.get("corr_step", 1)
+                if "id_step" in rep and r.get("id") is not None:
+                    r["id"] += i * rep["id_step"]
                 expanded.append(r)
         out[table] = expanded
     return out

@@ -84,7 +84,7 @@ ALIASES = {
     "StringIds": "strings", "CUPTI_ACTIVITY_KIND_KERNEL": "kernel", "CUPTI_ACTIVITY_KIND_MEMCPY": "memcpy",
     "CUPTI_ACTIVITY_KIND_MEMSET": "memset", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "sync",
     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": "graph", "CUPTI_ACTIVITY_KIND_RUNTIME": "runtime",
-    "NVTX_EVENTS": "nvtx", "OSRT_API": "osrt", "CUDA_GPU_MEMORY_USAGE_EVENTS": "memusage",
+    "NVTX_EVENTS": "nvtx", "OSRT_API": "osrt", "COMPOSITE_EVENTS": "samples", "SAMPLING_CALLCHAINS": "frames", "CUDA_GPU_MEMORY_USAGE_EVENTS": "memusage",
     "TARGET_INFO_GPU": "gpu", "TARGET_INFO_CUDA_GPU": "cuda_gpu", "TARGET_INFO_CUDA_DEVICE": "cuda_device",
     "PROCESSES": "processes", "ThreadNames": "threads", "META_DATA_EXPORT": "meta_export",
     "EXPORT_META_DATA": "export_meta", "META_DATA_CAPTURE": "capture", "TARGET_INFO_SYSTEM_ENV": "sysenv",

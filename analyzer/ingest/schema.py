@@ -44,6 +44,8 @@ SOURCES: dict[str, dict[str, str]] = {
         "globalTid": BIG, "endGlobalTid": BIG, "domainId": BIG,
     },
     "OSRT_API": {"start": BIG, "end": BIG, "globalTid": BIG, "nameId": BIG},
+    "COMPOSITE_EVENTS": {"id": BIG, "start": BIG, "globalTid": BIG},
+    "SAMPLING_CALLCHAINS": {"id": BIG, "symbol": BIG, "module": BIG, "unresolved": BIG, "stackDepth": BIG},
     "CUDA_GPU_MEMORY_USAGE_EVENTS": {
         "start": BIG, "globalPid": BIG, "deviceId": BIG, "address": BIG, "bytes": BIG,
         "memKind": BIG, "memoryOperationType": BIG, "correlationId": BIG,

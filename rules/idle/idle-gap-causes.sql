@@ -21,7 +21,38 @@ by_range AS (
 places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
          sum(blocked_ns) AS after_blocking_ns, sum(roundtrip_ns) AS roundtrip_ns
-  FROM by_range GROUP BY ALL)
+  FROM by_range GROUP BY ALL),
+-- the CPU samples of host-code gaps (gap_samples): the function and the module holding most of
+-- them, and the top three functions in words
+sampled AS (
+  SELECT device_id, pid, cause, detail, any_value(cause_samples) AS samples,
+         arg_max(function, samples) AS top_function, arg_max(module, samples) AS function_module,
+         max(samples) AS top_function_samples,
+         string_agg(function || ' (' || module || ') '
+                    || round(100.0 * samples / cause_samples)::INTEGER || ' %', ', ' ORDER BY samples DESC, function)
+           FILTER (WHERE rank_in <= 3) AS top_functions
+  FROM (SELECT *, row_number() OVER (PARTITION BY device_id, pid, cause, detail ORDER BY samples DESC, function) AS rank_in
+        FROM gap_samples) GROUP BY ALL),
+sampled_modules AS (
+  SELECT device_id, pid, cause, detail, arg_max(module, n) AS top_module, max(n) AS top_module_samples
+  FROM (SELECT device_id, pid, cause, detail, module, sum(samples) AS n FROM gap_samples GROUP BY ALL) GROUP BY ALL),
+-- what the samples name: one function holding a clear share, else one module holding most
+hot AS (
+  SELECT s.device_id, s.pid, s.cause, s.detail, s.samples, s.top_functions,
+         CASE WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
+                THEN s.top_function || ' in ' || s.function_module
+              WHEN m.top_module_samples >= $hot_module_pct / 100.0 * s.samples
+                THEN CASE WHEN regexp_matches(m.top_module, '^(lib)?python[0-9.]*')
+                          THEN 'Python code in ' || m.top_module ELSE 'code in ' || m.top_module END
+              END AS hot_code,
+         CASE WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
+                THEN s.top_function
+              WHEN regexp_matches(m.top_module, '^(lib)?python[0-9.]*') THEN 'Python code' ELSE m.top_module END AS hot_name,
+         round(100.0 * CASE WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
+                             THEN s.top_function_samples ELSE m.top_module_samples END / s.samples, 1) AS hot_pct
+  FROM sampled s JOIN sampled_modules m
+    ON m.device_id = s.device_id AND m.pid = s.pid AND m.cause = s.cause AND m.detail IS NOT DISTINCT FROM s.detail
+  WHERE s.samples >= $min_samples)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        gap_cause_text(c.cause, c.detail)
          || CASE WHEN c.cause <> 'nvtx' AND p.nvtx_range IS NOT NULL
@@ -44,11 +75,18 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
        coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
-       coalesce(p.roundtrip_ns, 0) AS roundtrip_ns, c.window_ns,
+       coalesce(p.roundtrip_ns, 0) AS roundtrip_ns,
+       coalesce(h.samples, 0) AS cpu_samples, h.hot_code, CASE WHEN h.hot_code IS NOT NULL THEN h.hot_pct END AS hot_pct,
+       CASE WHEN h.samples IS NOT NULL THEN ' CPU samples in these gaps (' || h.samples || '): ' || h.top_functions || '.'
+            ELSE '' END AS samples_text,
+       -- short (the headline has thirty words): the function alone, or the library
+       CASE WHEN h.hot_code IS NOT NULL THEN ' (mostly ' || h.hot_name || ')' ELSE '' END AS hot_headline,
+       c.window_ns,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
        row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail
+LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
 ORDER BY c.idle_ns DESC, c.device_id, c.pid, c.cause, c.detail
