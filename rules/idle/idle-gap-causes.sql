@@ -80,7 +80,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE WHEN h.samples IS NOT NULL THEN ' CPU samples in these gaps (' || h.samples || '): ' || h.top_functions || '.'
             ELSE '' END AS samples_text,
        -- short (the headline has thirty words): the function alone, or the library
-       CASE WHEN h.hot_code IS NOT NULL THEN ' (mostly ' || h.hot_name || ')' ELSE '' END AS hot_headline,
+       'idle in ' || budget_cause
+         || CASE WHEN h.hot_code IS NOT NULL THEN ' (mostly ' || h.hot_name || ')' ELSE '' END AS headline_cause,
        c.window_ns,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
