@@ -352,3 +352,38 @@ def test_no_gpu_activity_gives_a_clear_report_and_exit_0(name):
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[2] == f"**{r.headline}**"
+
+
+SAMPLED = [n for n in NAMES if raw_count(n, "COMPOSITE_EVENTS")]
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_gap_samples_count_the_raw_samples_of_each_host_code_gap(name):
+    """gap_samples, counted again from the file: the samples of the gap's thread inside each
+    steady-state host-code gap, by the function on top of the stack (stackDepth 0)."""
+    gaps = query(name, "SELECT device_id, pid, tid, start_ns, end_ns, cause, detail FROM idle_gaps "
+                       "WHERE in_steady_state AND cause IN ('nvtx', 'untraced')")
+    expected: dict[tuple, int] = defaultdict(int)
+    for device, pid, tid, start, end, cause, detail in gaps:
+        for (symbol,) in raw(name, "SELECT s.value FROM COMPOSITE_EVENTS e "
+                                   "JOIN SAMPLING_CALLCHAINS c ON c.id = e.id AND c.stackDepth = 0 "
+                                   "JOIN StringIds s ON s.id = c.symbol "
+                                   f"WHERE (e.globalTid >> 24) & 16777215 = {pid} AND e.globalTid & 16777215 = {tid} "
+                                   f"AND e.start >= {start} AND e.start < {end}"):
+            expected[(device, pid, cause, detail)] += 1
+    got = query(name, "SELECT device_id, pid, cause, detail, sum(samples), any_value(cause_samples) "
+                      "FROM gap_samples GROUP BY ALL")
+    assert {k: v for k, v in expected.items() if v} == {(d, p, c, x): n for d, p, c, x, n, _ in got}
+    assert all(n == total for *_, n, total in got)
+
+
+@needs_shared
+def test_cpu_samples_name_the_host_code_of_the_saxpy_gaps():
+    """saxpy-mpi computes on the host between its copies: the samples of its untraced gaps put
+    two thirds of them in the program's own main (raw count: 1,188 of 1,757)."""
+    name = "hpcgroup+pipit__saxpy-mpi-cuda_nsys_perlmutter0"
+    if name not in SAMPLED:
+        pytest.skip(f"{name} is not in ../shared")
+    row = next(r for r in rows(name, "idle-gap-causes")[1] if r["cause"] == "untraced")
+    assert (row["cpu_samples"], row["hot_code"], row["hot_pct"]) == (1757, "main in saxpy-mpi-cuda", 67.6)
+    assert row["headline_cause"] == "idle in untraced host code (mostly main)"
