@@ -37,22 +37,24 @@ sampled_modules AS (
   SELECT device_id, pid, cause, detail, arg_max(module, n) AS top_module, max(n) AS top_module_samples
   FROM (SELECT device_id, pid, cause, detail, module, sum(samples) AS n FROM gap_samples GROUP BY ALL) GROUP BY ALL),
 -- what the samples name: one function holding a clear share, else one module holding most
-hot AS (
-  SELECT s.device_id, s.pid, s.cause, s.detail, s.samples, s.top_functions,
-         CASE WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
-                THEN s.top_function || ' in ' || s.function_module
-              WHEN m.top_module_samples >= $hot_module_pct / 100.0 * s.samples
-                THEN CASE WHEN regexp_matches(m.top_module, '^(lib)?python[0-9.]*')
-                          THEN 'Python code in ' || m.top_module ELSE 'code in ' || m.top_module END
-              END AS hot_code,
-         CASE WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
-                THEN s.top_function
-              WHEN regexp_matches(m.top_module, '^(lib)?python[0-9.]*') THEN 'Python code' ELSE m.top_module END AS hot_name,
-         round(100.0 * CASE WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
-                             THEN s.top_function_samples ELSE m.top_module_samples END / s.samples, 1) AS hot_pct
+picked AS (
+  SELECT s.*, m.top_module, m.top_module_samples,
+         s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]' AS by_function,
+         m.top_module_samples >= $hot_module_pct / 100.0 * s.samples AS by_module,
+         -- a library in words where it is the interpreter or the OS
+         CASE WHEN regexp_matches(m.top_module, '^(lib)?python[0-9.]*') THEN 'Python code'
+              WHEN m.top_module = '[kernel.kallsyms]' THEN 'the OS kernel' END AS module_words
   FROM sampled s JOIN sampled_modules m
     ON m.device_id = s.device_id AND m.pid = s.pid AND m.cause = s.cause AND m.detail IS NOT DISTINCT FROM s.detail
-  WHERE s.samples >= $min_samples)
+  WHERE s.samples >= $min_samples),
+hot AS (
+  SELECT device_id, pid, cause, detail, samples, top_functions,
+         CASE WHEN by_function THEN top_function || ' in ' || function_module
+              WHEN by_module AND top_module = '[kernel.kallsyms]' THEN 'the OS kernel (system calls, page faults)'
+              WHEN by_module THEN coalesce(module_words || ' in ' || top_module, 'code in ' || top_module) END AS hot_code,
+         CASE WHEN by_function THEN top_function WHEN by_module THEN coalesce(module_words, top_module) END AS hot_name,
+         round(100.0 * CASE WHEN by_function THEN top_function_samples ELSE top_module_samples END / samples, 1) AS hot_pct
+  FROM picked)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        gap_cause_text(c.cause, c.detail)
          || CASE WHEN c.cause <> 'nvtx' AND p.nvtx_range IS NOT NULL
