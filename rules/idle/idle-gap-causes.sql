@@ -33,27 +33,30 @@ sampled AS (
            FILTER (WHERE rank_in <= 3) AS top_functions
   FROM (SELECT *, row_number() OVER (PARTITION BY device_id, pid, cause, detail ORDER BY samples DESC, function) AS rank_in
         FROM gap_samples) GROUP BY ALL),
-sampled_modules AS (
-  SELECT device_id, pid, cause, detail, arg_max(module, n) AS top_module, max(n) AS top_module_samples
-  FROM (SELECT device_id, pid, cause, detail, module, sum(samples) AS n FROM gap_samples GROUP BY ALL) GROUP BY ALL),
--- what the samples name: one function holding a clear share, else one module holding most
+sampled_libraries AS (
+  SELECT device_id, pid, cause, detail, arg_max(library, n) AS top_library, max(n) AS top_library_samples,
+         arg_max(known, n) AS known_library, arg_max(module, n) AS library_module
+  FROM (SELECT device_id, pid, cause, detail, library, library <> any_value(module) OR count(DISTINCT module) > 1 AS known,
+               arg_max(module, samples) AS module, sum(samples) AS n
+        FROM gap_samples GROUP BY device_id, pid, cause, detail, library) GROUP BY ALL),
+-- what the samples name: a library known by its words (library_words) holding hot_module_pct,
+-- else one function holding hot_function_pct, else any library holding hot_module_pct
 picked AS (
-  SELECT s.*, m.top_module, m.top_module_samples,
+  SELECT s.*, m.top_library, m.top_library_samples, m.known_library, m.library_module,
+         m.known_library AND m.top_library_samples >= $hot_module_pct / 100.0 * s.samples AS by_words,
          s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]' AS by_function,
-         m.top_module_samples >= $hot_module_pct / 100.0 * s.samples AS by_module,
-         -- a library in words where it is the interpreter or the OS
-         CASE WHEN regexp_matches(m.top_module, '^(lib)?python[0-9.]*') THEN 'Python code'
-              WHEN m.top_module = '[kernel.kallsyms]' THEN 'the OS kernel' END AS module_words
-  FROM sampled s JOIN sampled_modules m
+         m.top_library_samples >= $hot_module_pct / 100.0 * s.samples AS by_module
+  FROM sampled s JOIN sampled_libraries m
     ON m.device_id = s.device_id AND m.pid = s.pid AND m.cause = s.cause AND m.detail IS NOT DISTINCT FROM s.detail
   WHERE s.samples >= $min_samples),
 hot AS (
   SELECT device_id, pid, cause, detail, samples, top_functions,
-         CASE WHEN by_function THEN top_function || ' in ' || function_module
-              WHEN by_module AND top_module = '[kernel.kallsyms]' THEN 'the OS kernel (system calls, page faults)'
-              WHEN by_module THEN coalesce(module_words || ' in ' || top_module, 'code in ' || top_module) END AS hot_code,
-         CASE WHEN by_function THEN top_function WHEN by_module THEN coalesce(module_words, top_module) END AS hot_name,
-         round(100.0 * CASE WHEN by_function THEN top_function_samples ELSE top_module_samples END / samples, 1) AS hot_pct
+         CASE WHEN by_words THEN top_library || ' (' || library_module || ')'
+              WHEN by_function THEN top_function || ' in ' || function_module
+              WHEN by_module THEN 'code in ' || top_library END AS hot_code,
+         CASE WHEN by_words OR (by_module AND NOT by_function) THEN top_library WHEN by_function THEN top_function END AS hot_name,
+         round(100.0 * CASE WHEN by_words OR (by_module AND NOT by_function) THEN top_library_samples
+                            ELSE top_function_samples END / samples, 1) AS hot_pct
   FROM picked)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        gap_cause_text(c.cause, c.detail)

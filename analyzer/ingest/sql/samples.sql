@@ -13,12 +13,41 @@ CREATE TEMP MACRO bare_function(name) AS
     replace(name, '(anonymous namespace)::', ''),
     '<[^<>]*>', '', 'g'), '<[^<>]*>', '', 'g'), '<[^<>]*>', '', 'g'),
     '^(.+?)\(.*\)( const)?$', '\1');
-CREATE TEMP MACRO short_function(name) AS
+CREATE TEMP MACRO plain_function(name) AS
   regexp_replace(CASE WHEN bare_function(name) LIKE '%operator%' THEN bare_function(name)
                       -- a template function's return type ('void at::vec::map')
                       ELSE regexp_replace(bare_function(name),
                              '^(?:[A-Za-z_][A-Za-z0-9_:]*[*& ]+)+((?:[A-Za-z_][A-Za-z0-9_]*::)*[A-Za-z_~][A-Za-z0-9_]*)$', '\1') END,
                  '^(.{60}).+$', '\1...');
+-- PyTorch's CPU operators run their loops in a generic callback (c10::function_ref::callback_fn)
+-- whose template arguments name the operator's kernel (mul_kernel, addcmul_cpu_kernel): that name,
+-- where the plain one is empty or a trampoline.
+CREATE TEMP MACRO short_function(name) AS
+  CASE WHEN regexp_matches(name, 'at::native::.*?([A-Za-z0-9_]+_kernel)\(')
+            AND regexp_matches(plain_function(name), '(^|::)(callback_fn|_M_invoke|operator\(\))$|^$')
+         THEN regexp_extract(name, 'at::native::.*?([A-Za-z0-9_]+_kernel)\(', 1)
+       WHEN plain_function(name) = '' THEN left(name, 60)
+       ELSE plain_function(name) END;
+
+-- What a library is, in words, where its name alone says little (knowledge as data: a row per
+-- family, matched on the file name; the first match in priority order wins).
+-- sources: always
+-- @column priority: match order, lowest first
+-- @column pattern: regular expression on the library's file name (gap_samples.module)
+-- @column words: the library in words
+CREATE TABLE library_words(priority INTEGER, pattern VARCHAR, words VARCHAR);
+INSERT INTO library_words VALUES
+  (1, '^(lib)?python[0-9.]*(\.so)?$', 'Python code'),
+  (2, '^libtorch_cpu\.so', 'PyTorch CPU operators'),
+  (3, '^libtorch_python\.so', 'PyTorch''s Python bindings'),
+  (4, '^lib(g|i)omp[0-9]*\.so', 'OpenMP threads (parallel CPU work)'),
+  (5, '(open)?blas|^libmkl', 'BLAS on the CPU'),
+  (6, '^_multiarray_umath|^libnumpy', 'NumPy'),
+  (7, '^libc\.so|^libc-[0-9.]+\.so|^libm\.so|^libm-', 'the C library'),
+  (8, '^libcuda\.so', 'the CUDA driver'),
+  (9, '^libnvrtc', 'NVRTC (compiling GPU code at run time)'),
+  (10, '^libcupti|^libToolsInjection', 'the profiler itself (nsys)'),
+  (11, '^\[kernel\.kallsyms\]$', 'the OS kernel (system calls, page faults)');
 
 -- Steady-state gaps spent in host code, the only ones whose samples are looked at.
 CREATE TEMP TABLE host_code_gaps AS
@@ -39,6 +68,8 @@ WHERE in_steady_state AND cause IN ('nvtx', 'untraced');
 -- arguments; '[unresolved]' where nsys could not resolve it (no symbols)
 -- @column module: the file name of the library or executable holding it, without a library's
 -- version suffix (libcuda.so; [kernel.kallsyms] for the OS kernel)
+-- @column library: the library in words (library_words: 'Python code', 'PyTorch CPU operators',
+-- 'the CUDA driver', ...), else module
 -- @column samples: samples with this function on top, count
 -- @column cause_samples: all samples in the gaps of this (device, pid, cause, detail), count
 CREATE TABLE gap_samples AS
@@ -54,13 +85,20 @@ tops AS (
   FROM placed p JOIN src_frames f ON f.id = p.id AND f.stackDepth = 0),
 named AS (
   SELECT t.device_id, t.pid, t.cause, t.detail,
-         CASE WHEN t.unresolved OR fn.value IS NULL THEN '[unresolved]' ELSE short_function(fn.value) END AS function,
+         CASE WHEN t.unresolved OR coalesce(fn.value, '') = '' THEN '[unresolved]' ELSE short_function(fn.value) END AS function,
          coalesce(regexp_replace(regexp_extract(m.value, '[^/]*$'), '\.so(\.[0-9]+)+$', '.so'), '[unknown]') AS module
-  FROM tops t LEFT JOIN strings fn ON fn.id = t.symbol LEFT JOIN strings m ON m.id = t.module)
-SELECT device_id, pid, cause, detail, function, module, samples,
-       sum(samples) OVER (PARTITION BY device_id, pid, cause, detail)::BIGINT AS cause_samples
-FROM (SELECT device_id, pid, cause, detail, function, module, count(*) AS samples FROM named GROUP BY ALL);
+  FROM tops t LEFT JOIN strings fn ON fn.id = t.symbol LEFT JOIN strings m ON m.id = t.module),
+counted AS (SELECT device_id, pid, cause, detail, function, module, count(*) AS samples FROM named GROUP BY ALL),
+-- (the few distinct libraries matched, not the samples)
+libraries AS (
+  SELECT l.module, coalesce(min_by(w.words, w.priority), l.module) AS library
+  FROM (SELECT DISTINCT module FROM counted) l LEFT JOIN library_words w ON regexp_matches(l.module, w.pattern)
+  GROUP BY l.module)
+SELECT c.device_id, c.pid, c.cause, c.detail, c.function, c.module, l.library, c.samples,
+       sum(c.samples) OVER (PARTITION BY c.device_id, c.pid, c.cause, c.detail)::BIGINT AS cause_samples
+FROM counted c JOIN libraries l USING (module);
 
 DROP TABLE host_code_gaps;
 DROP MACRO short_function;
+DROP MACRO plain_function;
 DROP MACRO bare_function;
