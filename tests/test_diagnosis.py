@@ -149,3 +149,23 @@ def test_hot_kernel_at_tensor_core_rate_claims_no_recoverable_time():
     hot = [f for f in analyze(path).findings if f.rule_id == "hot-kernels"]
     assert hot and all(f.recoverable_ns is None and f.claim is None for f in hot)
     assert all("already runs on tensor cores" not in f.fix and "FlashAttention" not in f.fix for f in hot)
+
+
+@pytest.mark.parametrize("name, words", [("cpu_offload_sampled", "PyTorch CPU operators"),
+                                         ("host_python_sampled", "Python code")])
+def test_cpu_samples_name_the_host_code_the_gpu_waits_for(name, words):
+    """Round six: with CPU sampling on, the headline says what the host runs in the GPU's gaps (the
+    optimizer's CPU operators, the interpreter), and the message lists the functions."""
+    report = analyze(FIXTURES / "exports" / f"{name}.sqlite")
+    top = report.findings[0]
+    assert top.rule_id == "idle-gap-causes" and f"(mostly {words})" in report.headline
+    assert "CPU samples in these gaps" in top.message
+
+
+def test_code_compiled_in_every_step_is_named_recompilation():
+    """compiled_graph_rerecord loads new GPU code in every step: no clean step to compare with, and
+    the fix is static shapes, not moving host code off the thread."""
+    report = analyze(FIXTURES / "exports" / "compiled_graph_rerecord.sqlite")
+    top = report.findings[0]
+    assert top.rule_id == "compile-in-loop" and top.evidence["every_step"]
+    assert "recompilation in every step" in report.headline and "keep shapes static" in report.headline
