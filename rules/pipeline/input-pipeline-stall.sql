@@ -51,6 +51,16 @@ uploading AS (
          upload_idle_ns AS wall_ns, 0 AS busy_ns, upload_idle_ns AS idle_ns
   FROM uploads WHERE upload_gaps > 0 AND upload_idle_ns >= 0.8 * idle_ns),
 rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading),
+-- what the CPU samples of the process's untraced gaps (gap_samples) say the host built the batch
+-- with: the three libraries holding most of them
+sampled AS (
+  SELECT pid, sum(n) AS samples,
+         string_agg(library || ' ' || round(100.0 * n / total)::INTEGER || ' %', ', ' ORDER BY n DESC, library)
+           FILTER (WHERE k <= 3) AS libraries
+  FROM (SELECT pid, library, n, sum(n) OVER (PARTITION BY pid) AS total,
+               row_number() OVER (PARTITION BY pid ORDER BY n DESC, library) AS k
+        FROM (SELECT pid, library, sum(samples) AS n FROM gap_samples WHERE cause = 'untraced' GROUP BY ALL))
+  GROUP BY pid),
 -- what the program already does, so that the fix does not advise it: pinned host-to-device
 -- copies, and other processes (DataLoader workers) beside the one that uses the GPU
 done AS (
@@ -77,7 +87,9 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances
        d.pinned_h2d_pct, coalesce(d.pageable_h2d_ns, 0)::BIGINT AS pageable_h2d_ns,
        round(100.0 * coalesce(d.pageable_h2d_ns, 0) / nullif(ss.window_ns, 0), 2) AS pageable_h2d_pct,
        100.0 * coalesce(d.pageable_h2d_ns, 0) / nullif(ss.window_ns, 0) >= $min_copy_pct AS pinning_matters,
-       coalesce(d.helper_processes, 0) AS helper_processes
+       coalesce(d.helper_processes, 0) AS helper_processes,
+       CASE WHEN sp.samples >= $min_samples THEN 'its CPU samples there: ' || sp.libraries
+            ELSE 'no NVTX range or traced call says more' END AS building_text
 FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
-LEFT JOIN done d USING (pid)
+LEFT JOIN done d USING (pid) LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
 ORDER BY r.idle_ns DESC, r.pid, r.what

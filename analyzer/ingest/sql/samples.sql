@@ -47,7 +47,8 @@ INSERT INTO library_words VALUES
   (8, '^libcuda\.so', 'the CUDA driver'),
   (9, '^libnvrtc', 'NVRTC (compiling GPU code at run time)'),
   (10, '^libcupti|^libToolsInjection', 'the profiler itself (nsys)'),
-  (11, '^\[kernel\.kallsyms\]$', 'the OS kernel (system calls, page faults)');
+  (11, '^\[kernel\.kallsyms\]$', 'the OS kernel (system calls, page faults)'),
+  (12, '^\[?anon', 'code outside any library (JIT-compiled or generated)');
 
 -- Steady-state gaps spent in host code, the only ones whose samples are looked at.
 CREATE TEMP TABLE host_code_gaps AS
