@@ -169,3 +169,12 @@ def test_code_compiled_in_every_step_is_named_recompilation():
     top = report.findings[0]
     assert top.rule_id == "compile-in-loop" and top.evidence["every_step"]
     assert "recompilation in every step" in report.headline and "keep shapes static" in report.headline
+
+
+def test_a_batch_built_without_nvtx_is_named_by_its_cpu_samples():
+    """dataloader_aug_sampled builds its batches on the training thread with no NVTX range: the
+    stall's message says what the samples there run, not that nothing says more."""
+    top = analyze(FIXTURES / "exports" / "dataloader_aug_sampled.sqlite").findings[0]
+    assert top.rule_id == "input-pipeline-stall"
+    assert "its CPU samples there: PyTorch CPU operators 44 %" in top.message
+    assert "no NVTX range or traced call says more" not in top.message
