@@ -22,41 +22,44 @@ places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
          sum(blocked_ns) AS after_blocking_ns, sum(roundtrip_ns) AS roundtrip_ns
   FROM by_range GROUP BY ALL),
--- the CPU samples of host-code gaps (gap_samples): the function and the module holding most of
--- them, and the top three functions in words
+-- the CPU samples of host-code gaps (gap_samples): the function and the library holding most of
+-- them (each with its own row's module, ties broken by name), and the top three functions in words
 sampled AS (
   SELECT device_id, pid, cause, detail, any_value(cause_samples) AS samples,
-         arg_max(function, samples) AS top_function, arg_max(module, samples) AS function_module,
+         any_value(function) FILTER (WHERE k = 1) AS top_function, any_value(module) FILTER (WHERE k = 1) AS function_module,
          max(samples) AS top_function_samples,
          string_agg(function || ' (' || module || ') '
                     || round(100.0 * samples / cause_samples)::INTEGER || ' %', ', ' ORDER BY samples DESC, function)
-           FILTER (WHERE rank_in <= 3) AS top_functions
-  FROM (SELECT *, row_number() OVER (PARTITION BY device_id, pid, cause, detail ORDER BY samples DESC, function) AS rank_in
+           FILTER (WHERE k <= 3) AS top_functions
+  FROM (SELECT *, row_number() OVER (PARTITION BY device_id, pid, cause, detail ORDER BY samples DESC, function) AS k
         FROM gap_samples) GROUP BY ALL),
+-- (a library named in words differs from every module's file name; one that is not is its module)
 sampled_libraries AS (
-  SELECT device_id, pid, cause, detail, arg_max(library, n) AS top_library, max(n) AS top_library_samples,
-         arg_max(known, n) AS known_library, arg_max(module, n) AS library_module
-  FROM (SELECT device_id, pid, cause, detail, library, library <> any_value(module) OR count(DISTINCT module) > 1 AS known,
-               arg_max(module, samples) AS module, sum(samples) AS n
-        FROM gap_samples GROUP BY device_id, pid, cause, detail, library) GROUP BY ALL),
+  SELECT device_id, pid, cause, detail, library AS top_library, n AS top_library_samples,
+         library <> module AS known_library, module AS library_module
+  FROM (SELECT device_id, pid, cause, detail, library, arg_max(module, samples) AS module, sum(samples) AS n,
+               row_number() OVER (PARTITION BY device_id, pid, cause, detail ORDER BY sum(samples) DESC, library) AS k
+        FROM gap_samples GROUP BY device_id, pid, cause, detail, library)
+  WHERE k = 1),
 -- what the samples name: a library known by its words (library_words) holding hot_module_pct,
 -- else one function holding hot_function_pct, else any library holding hot_module_pct
 picked AS (
-  SELECT s.*, m.top_library, m.top_library_samples, m.known_library, m.library_module,
-         m.known_library AND m.top_library_samples >= $hot_module_pct / 100.0 * s.samples AS by_words,
-         s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]' AS by_function,
-         m.top_library_samples >= $hot_module_pct / 100.0 * s.samples AS by_module
+  SELECT s.*, m.top_library, m.top_library_samples, m.library_module,
+         CASE WHEN m.known_library AND m.top_library_samples >= $hot_module_pct / 100.0 * s.samples THEN 'words'
+              WHEN s.top_function_samples >= $hot_function_pct / 100.0 * s.samples AND s.top_function <> '[unresolved]'
+                THEN 'function'
+              WHEN m.top_library_samples >= $hot_module_pct / 100.0 * s.samples THEN 'library' END AS named_by
   FROM sampled s JOIN sampled_libraries m
     ON m.device_id = s.device_id AND m.pid = s.pid AND m.cause = s.cause AND m.detail IS NOT DISTINCT FROM s.detail
   WHERE s.samples >= $min_samples),
 hot AS (
   SELECT device_id, pid, cause, detail, samples, top_functions,
-         CASE WHEN by_words THEN top_library || ' (' || library_module || ')'
-              WHEN by_function THEN top_function || ' in ' || function_module
-              WHEN by_module THEN 'code in ' || top_library END AS hot_code,
-         CASE WHEN by_words OR (by_module AND NOT by_function) THEN top_library WHEN by_function THEN top_function END AS hot_name,
-         round(100.0 * CASE WHEN by_words OR (by_module AND NOT by_function) THEN top_library_samples
-                            ELSE top_function_samples END / samples, 1) AS hot_pct
+         CASE named_by WHEN 'words' THEN top_library || ' (' || library_module || ')'
+                       WHEN 'function' THEN top_function || ' in ' || function_module
+                       WHEN 'library' THEN 'code in ' || top_library END AS hot_code,
+         CASE WHEN named_by = 'function' THEN top_function WHEN named_by IS NOT NULL THEN top_library END AS hot_name,
+         round(100.0 * CASE WHEN named_by = 'function' THEN top_function_samples
+                            WHEN named_by IS NOT NULL THEN top_library_samples END / samples, 1) AS hot_pct
   FROM picked)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        gap_cause_text(c.cause, c.detail)
@@ -81,7 +84,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
        coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
        coalesce(p.roundtrip_ns, 0) AS roundtrip_ns,
-       coalesce(h.samples, 0) AS cpu_samples, h.hot_code, CASE WHEN h.hot_code IS NOT NULL THEN h.hot_pct END AS hot_pct,
+       coalesce(h.samples, 0) AS cpu_samples, h.hot_code, h.hot_pct,
        CASE WHEN h.samples IS NOT NULL THEN ' CPU samples in these gaps (' || h.samples || '): ' || h.top_functions || '.'
             ELSE '' END AS samples_text,
        -- short (the headline has thirty words): the function alone, or the library

@@ -81,15 +81,19 @@ placed AS (
   SELECT s.id, g.device_id, g.pid, g.cause, g.detail
   FROM samples s ASOF JOIN host_code_gaps g ON g.pid = s.pid AND g.tid = s.tid AND g.start_ns <= s.ts_ns
   WHERE s.ts_ns < g.end_ns),
+-- counted by the top frame's string ids first, so that the names are made once per distinct
+-- frame, not once per sample
 tops AS (
-  SELECT p.device_id, p.pid, p.cause, p.detail, f.symbol, f.module, coalesce(f.unresolved, 0) <> 0 AS unresolved
-  FROM placed p JOIN src_frames f ON f.id = p.id AND f.stackDepth = 0),
+  SELECT p.device_id, p.pid, p.cause, p.detail, f.symbol, f.module, coalesce(f.unresolved, 0) <> 0 AS unresolved,
+         count(*) AS samples
+  FROM placed p JOIN src_frames f ON f.id = p.id AND f.stackDepth = 0 GROUP BY ALL),
 named AS (
   SELECT t.device_id, t.pid, t.cause, t.detail,
          CASE WHEN t.unresolved OR coalesce(fn.value, '') = '' THEN '[unresolved]' ELSE short_function(fn.value) END AS function,
-         coalesce(regexp_replace(regexp_extract(m.value, '[^/]*$'), '\.so(\.[0-9]+)+$', '.so'), '[unknown]') AS module
+         coalesce(regexp_replace(regexp_extract(m.value, '[^/]*$'), '\.so(\.[0-9]+)+$', '.so'), '[unknown]') AS module,
+         t.samples
   FROM tops t LEFT JOIN strings fn ON fn.id = t.symbol LEFT JOIN strings m ON m.id = t.module),
-counted AS (SELECT device_id, pid, cause, detail, function, module, count(*) AS samples FROM named GROUP BY ALL),
+counted AS (SELECT device_id, pid, cause, detail, function, module, sum(samples)::BIGINT AS samples FROM named GROUP BY ALL),
 -- (the few distinct libraries matched, not the samples)
 libraries AS (
   SELECT l.module, coalesce(min_by(w.words, w.priority), l.module) AS library
