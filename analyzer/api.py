@@ -26,15 +26,16 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import polars as pl
-from nsys_diagnose.analyze import report_from_trace
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import Report, Rule
 from nsys_diagnose.engine.params import checked_settings
 from nsys_diagnose.engine.selection import overrides_from, resolve, with_severities
 from nsys_diagnose.engine.tables import rule_table
 from nsys_diagnose.errors import UsageError
-from nsys_diagnose.ingest.database import default_cache_dir, open_trace, with_memory_retry
+from nsys_diagnose.ingest.database import open_trace, with_memory_retry
+from nsys_diagnose.ingest.environment import default_cache_dir
 from nsys_diagnose.ingest.sql_library import query
+from nsys_diagnose.trace_report import report_from_trace
 from pydantic import BaseModel
 
 __all__ = ["Analysis", "Trace", "open", "to_pandas"]

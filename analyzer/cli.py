@@ -21,9 +21,8 @@ from nsys_diagnose.config import ProjectConfig, run_options
 from nsys_diagnose.config import load as load_config
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.model import SEVERITY_RANK, Report, Rule
-from nsys_diagnose.errors import DiagnoseError, UsageError
+from nsys_diagnose.errors import DiagnoseError, UsageError, is_interrupted
 from nsys_diagnose.ingest import progress
-from nsys_diagnose.ingest.database import is_interrupted
 from nsys_diagnose.output import output_file, publish, say, write_atomic
 from nsys_diagnose.report import terminal
 from nsys_diagnose.report.formats import CI_FORMATS, FORMATS, NEEDS_TIMELINE, TABLE_FORMATS

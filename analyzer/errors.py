@@ -48,3 +48,9 @@ def is_no_space(e: BaseException) -> bool:
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
     return any(words in str(e) for words in NO_SPACE)
+
+
+def is_interrupted(e: BaseException) -> bool:
+    """DuckDB's form of a Ctrl-C that arrives while it runs a query on the main thread: it stops the
+    query and raises this error in place of KeyboardInterrupt."""
+    return type(e) is RuntimeError and str(e) == "Query interrupted"

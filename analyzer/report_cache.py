@@ -1,6 +1,6 @@
 """The report cache: a finished analysis of one export, so that a repeat run costs no query.
 
-A report is determined by the export's content (database.content_key: the SHA-256 of all its
+A report is determined by the export's content (cache_key.content_key: the SHA-256 of all its
 bytes, and the settings the ingest reads), the path it is reported under, the rules with their
 parameters, --select, the reader, whether the HTML timeline is wanted, the settings that differ
 from their declared values, and this package's code (its version and a hash of its source files, so that an edited rule
@@ -22,7 +22,8 @@ from nsys_diagnose import __version__
 from nsys_diagnose.engine.model import Report, Rule, Timeline
 from nsys_diagnose.ingest import settings as analysis_settings
 from nsys_diagnose.ingest.cache_files import read_entry, warn, write_entry
-from nsys_diagnose.ingest.database import content_key, default_cache_dir
+from nsys_diagnose.ingest.cache_key import content_key
+from nsys_diagnose.ingest.environment import default_cache_dir
 from nsys_diagnose.ingest.settings import SettingValues
 
 FORMAT = 2  # bump when what is stored changes shape

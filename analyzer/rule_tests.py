@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import duckdb
 import yaml
-from nsys_diagnose.analyze import report_from_trace, tables_read
+from nsys_diagnose.analyze import tables_read
 from nsys_diagnose.engine.catalog import line_of, read_yaml
 from nsys_diagnose.engine.model import Rule, RuleResult, Strict, as_subquery
 from nsys_diagnose.engine.selection import overrides_from
@@ -33,6 +33,7 @@ from nsys_diagnose.errors import RuleSpecError, UsageError
 from nsys_diagnose.ingest.database import Trace, with_memory_retry, with_trace
 from nsys_diagnose.output import write_atomic
 from nsys_diagnose.synthetic import expand, write_export
+from nsys_diagnose.trace_report import report_from_trace
 from pydantic import Field, ValidationError, field_validator
 
 EXPECTED = {"fires": ("fired",), "quiet": ("passed", "skipped")}

@@ -44,7 +44,7 @@ import json, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 import duckdb
-from nsys_diagnose import analyze as A
+from nsys_diagnose import trace_report as A
 from nsys_diagnose.ingest import database as D
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.report import markdown

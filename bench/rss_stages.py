@@ -74,8 +74,8 @@ def main() -> None:
         finally:
             enter("report (metrics, budget, Markdown)")
     runner.run_rules = after_rules  # type: ignore[assignment]
-    import nsys_diagnose.analyze as analyze
-    analyze.run_rules = after_rules  # type: ignore[assignment]
+    import nsys_diagnose.trace_report as trace_report
+    trace_report.run_rules = after_rules  # type: ignore[assignment]
 
     stop = threading.Event()
 

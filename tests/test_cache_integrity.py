@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from nsys_diagnose.analyze import analyze
 from nsys_diagnose.ingest import cache_files, identity
-from nsys_diagnose.ingest.database import content_key
+from nsys_diagnose.ingest.cache_key import content_key
 
 from .cli_harness import call_cli, leftovers
 from .conftest import FIXTURES, ROOT

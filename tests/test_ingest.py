@@ -81,6 +81,7 @@ def test_absent_tables_are_not_captured():
 
 def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
     import nsys_diagnose.ingest.database as database
+    import nsys_diagnose.ingest.environment as environment
     limits = []
     real = database._build
 
@@ -88,7 +89,7 @@ def test_an_ingest_out_of_memory_under_the_cap_is_redone_with_more(monkeypatch):
         limits.append(memory_limit)
         return real(path, out, reader_kind, memory_limit, last_try, **options)
 
-    monkeypatch.setattr(database, "MEMORY_LIMIT", "1MB")  # too little for any join
+    monkeypatch.setattr(environment, "MEMORY_LIMIT", "1MB")  # too little for any join
     monkeypatch.setattr(database, "_build", spy)
     report = analyze(FIXTURES / "exports" / "compute_fp32.sqlite", use_cache=False)
     assert limits == ["1MB", database.RETRY_MEMORY_LIMIT]

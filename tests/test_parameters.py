@@ -11,8 +11,9 @@ import pytest
 from nsys_diagnose.engine.catalog import load_rules
 from nsys_diagnose.engine.params import convert, declared_range, parse_overrides
 from nsys_diagnose.errors import UsageError
-from nsys_diagnose.ingest import database
-from nsys_diagnose.ingest.database import memory_limit, open_trace, thread_config
+from nsys_diagnose.ingest import environment
+from nsys_diagnose.ingest.database import open_trace
+from nsys_diagnose.ingest.environment import memory_limit, thread_config
 
 from .cli_harness import assert_one_line_error, call_cli
 from .conftest import FIXTURES
@@ -84,7 +85,7 @@ def test_the_memory_limit_is_parsed_and_a_crafted_value_writes_nothing(tmp_path,
         with pytest.raises(UsageError, match="NSYS_DIAGNOSE_MEMORY_LIMIT"):
             memory_limit()
     monkeypatch.delenv("NSYS_DIAGNOSE_MEMORY_LIMIT")
-    assert memory_limit() == database.MEMORY_LIMIT
+    assert memory_limit() == environment.MEMORY_LIMIT
 
 
 def test_the_memory_limit_reaches_duckdb(monkeypatch):
@@ -107,7 +108,7 @@ def test_thread_counts_are_whole_numbers_in_range(raw, monkeypatch):
 def test_relative_xdg_cache_home_is_ignored(monkeypatch):
     monkeypatch.delenv("NSYS_DIAGNOSE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")
-    assert database.default_cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "nsys-diagnose"
+    assert environment.default_cache_dir() == Path(os.path.expanduser("~")) / ".cache" / "nsys-diagnose"
 
 
 @pytest.mark.parametrize("value, needle", [(float("nan"), "not a valid float"), (-5, "below the smallest"),

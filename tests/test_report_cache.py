@@ -4,9 +4,11 @@ anything that could change the report (the export, a rule parameter, --select) m
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
-from nsys_diagnose import analyze as analyze_module
 from nsys_diagnose.analyze import analyze
+from nsys_diagnose.ingest import database
 from nsys_diagnose.ingest.database import open_trace
 from nsys_diagnose.report import markdown
 
@@ -26,7 +28,7 @@ def test_a_repeat_run_is_read_back_without_opening_the_trace(tmp_path, monkeypat
     def no_open(*a, **k):
         raise AssertionError("a cached report must not open the trace")
 
-    monkeypatch.setattr(analyze_module, "with_trace", no_open)
+    monkeypatch.setattr(database, "with_trace", no_open)
     second = analyze(SRC, cache_dir=tmp_path)
     assert second.input.report_from_cache and second.input.from_cache
     assert findings(second) == findings(first) and second.headline == first.headline
@@ -72,3 +74,15 @@ def test_connections_draw_no_progress_bar():
         assert trace.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()[0] is False
     finally:
         trace.close()
+
+
+def test_a_repeat_run_imports_no_duckdb(tmp_path):
+    """A report cache hit needs no query: importing DuckDB would be a fifth of the repeat run."""
+    probe = ("import atexit, sys; atexit.register(lambda: print('duckdb' in sys.modules, file=sys.stderr)); "
+             "from nsys_diagnose.main import main; sys.argv[0] = 'nsys-diagnose'; main()")
+    command = [sys.executable, "-c", probe, str(SRC), "--cache-dir", str(tmp_path), "-o", str(tmp_path / "r.md"),
+               "--fail-on", "never"]
+    first, second = (subprocess.run(command, capture_output=True, text=True, timeout=120) for _ in range(2))
+    assert first.returncode == 0 and first.stderr.splitlines()[-1] == "True", first.stderr
+    assert second.returncode == 0 and second.stderr.splitlines()[-1] == "False", second.stderr
+    assert (tmp_path / "r.md").read_text()

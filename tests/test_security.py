@@ -24,6 +24,7 @@ from nsys_diagnose.engine import runner as engine
 from nsys_diagnose.engine.catalog import load_rule, load_rules
 from nsys_diagnose.engine.runner import run_rule
 from nsys_diagnose.errors import RuleSpecError, UsageError
+from nsys_diagnose.ingest import environment
 from nsys_diagnose.ingest.database import open_trace
 from nsys_diagnose.ingest.reader import scanner_extension_path
 from nsys_diagnose.output import refuse_overwriting_inputs, write_atomic
@@ -349,13 +350,13 @@ def test_rule_connection_is_read_only_and_closed_to_files(trace):
 
 def test_timeout_is_configurable_and_validated(monkeypatch):
     monkeypatch.delenv("NSYS_DIAGNOSE_RULE_TIMEOUT_S", raising=False)
-    assert engine.rule_timeout_s() == engine.RULE_TIMEOUT_S
+    assert environment.rule_timeout_s() == environment.RULE_TIMEOUT_S
     monkeypatch.setenv("NSYS_DIAGNOSE_RULE_TIMEOUT_S", "2.5")
-    assert engine.rule_timeout_s() == 2.5
+    assert environment.rule_timeout_s() == 2.5
     for bad in ("0", "-1", "soon", "nan"):
         monkeypatch.setenv("NSYS_DIAGNOSE_RULE_TIMEOUT_S", bad)
-        with pytest.raises(engine.UsageError, match="NSYS_DIAGNOSE_RULE_TIMEOUT_S"):
-            engine.rule_timeout_s()
+        with pytest.raises(UsageError, match="NSYS_DIAGNOSE_RULE_TIMEOUT_S"):
+            environment.rule_timeout_s()
 
 
 def test_runaway_result_is_cut(trace, tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from nsys_diagnose.analyze import analyze
 from nsys_diagnose.cli import cli
 from nsys_diagnose.compare.verdict import Settings as CompareSettings
 from nsys_diagnose.engine.catalog import load_rules
-from nsys_diagnose.ingest import database, settings, sql_library
+from nsys_diagnose.ingest import cache_key, database, settings, sql_library
 from nsys_diagnose.report_cache import report_key
 
 from .cli_harness import assert_one_line_error, call_cli
@@ -106,7 +106,7 @@ def test_a_setting_read_by_python_changes_the_report_key_only(tmp_path):
     cache = tmp_path / "cache"
     base = analyze(EXPORT, cache_dir=cache)
     tuned = {"critical_path_min_pct": 100}
-    assert database.content_key(EXPORT, cache, tuned) == database.content_key(EXPORT, cache)
+    assert cache_key.content_key(EXPORT, cache, tuned) == cache_key.content_key(EXPORT, cache)
     assert report_key(EXPORT, {}, {}, None, "auto", False, cache, tuned) != report_key(EXPORT, {}, {}, None, "auto",
                                                                                           False, cache)
     notes = analyze(EXPORT, cache_dir=cache, settings=tuned)

@@ -149,11 +149,11 @@ def test_a_module_without_its_include_line_is_an_error():
 
 
 def test_the_report_tables_cover_what_the_analyses_read():
-    """analyze runs only the modules of REPORT_TABLES and the rules' tables: every library name
-    that the analyses, the claims and analyze itself mention, and every table their named queries
+    """A report runs only the modules of REPORT_TABLES and the rules' tables: every library name
+    that the analyses, the claims and trace_report itself mention, and every table their named queries
     read, must be made by one of them."""
     texts = [p.read_text() for p in [*(ROOT / "analyzer" / "analyses").glob("*.py"),
-                                     ROOT / "analyzer" / "engine" / "claims.py", ROOT / "analyzer" / "analyze.py"]]
+                                     ROOT / "analyzer" / "engine" / "claims.py", ROOT / "analyzer" / "trace_report.py"]]
     named = {n for t in texts for n in re.findall(r"""query\(["'](\w+)["']\)""", t)}
     assert named and named <= set(QUERIES)
     read = sql_library.mentioned(texts) | {t for n in named for t in QUERIES[n].reads}

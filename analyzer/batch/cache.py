@@ -1,6 +1,6 @@
 """The batch result cache: a finished analysis, keyed by what determines it.
 
-The key covers the input's content (database.content_key: the SHA-256 of all its bytes, plus the
+The key covers the input's content (cache_key.content_key: the SHA-256 of all its bytes, plus the
 ingest SQL and the settings the ingest reads), its path (the report names it), the rules with their parameters, the changed settings, the output format
 and the code (report_cache.code_fingerprint: the version and the analysis sources). A re-run of a
 folder therefore redoes only new or changed exports. An entry is served only when it still
@@ -19,7 +19,8 @@ from nsys_diagnose.batch.work import Job, Outcome
 from nsys_diagnose.errors import DiagnoseError
 from nsys_diagnose.ingest import settings
 from nsys_diagnose.ingest.cache_files import read_entry, warn, write_entry
-from nsys_diagnose.ingest.database import content_key, default_cache_dir
+from nsys_diagnose.ingest.cache_key import content_key
+from nsys_diagnose.ingest.environment import default_cache_dir
 from nsys_diagnose.report_cache import code_fingerprint, rules_fingerprint
 
 RESULT_FORMAT = 2  # bump when Outcome or the facts change shape

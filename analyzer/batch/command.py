@@ -26,7 +26,7 @@ from nsys_diagnose.engine.model import SEVERITY_RANK, Rule
 from nsys_diagnose.errors import UsageError
 from nsys_diagnose.files import kind
 from nsys_diagnose.ingest.cache_files import trusted_folder
-from nsys_diagnose.ingest.database import default_cache_dir
+from nsys_diagnose.ingest.environment import default_cache_dir
 from nsys_diagnose.output import write_atomic
 from nsys_diagnose.text import printable
 

@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from nsys_diagnose.analyze import (
-    report_from_trace,  # analyze() minus open/close: we query the trace too
-)
 from nsys_diagnose.engine.model import Rule
 from nsys_diagnose.errors import DiagnoseError, InputError
 from nsys_diagnose.ingest.database import has_table, with_trace
@@ -25,6 +22,9 @@ from nsys_diagnose.ingest.sql_library import query
 from nsys_diagnose.report import formats
 from nsys_diagnose.report import json as json_report
 from nsys_diagnose.report.formats import NEEDS_TIMELINE
+from nsys_diagnose.trace_report import (
+    report_from_trace,  # analyze() minus open/close: we query the trace too
+)
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,15 @@ import json
 import re
 import string
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 from nsys_diagnose.engine.headlines import WORD_LIMITS, template_words
 from nsys_diagnose.engine.model import Rule, as_subquery
 from nsys_diagnose.errors import RuleSpecError
 from nsys_diagnose.ingest import sql_library
-from nsys_diagnose.ingest.database import view_sources
+
+if TYPE_CHECKING:  # DuckDB and the ingest are imported where a check runs: loading rules unchecked needs neither
+    import duckdb
 
 LineOf = Callable[[tuple[str | int, ...]], int | None]
 
@@ -49,6 +50,8 @@ def causes(kind: str) -> set[str]:
 
 def known_tables() -> set[str]:
     """The normalized tables a rule may require: those ingest records as captured or not."""
+    from nsys_diagnose.ingest.database import view_sources
+
     return set(view_sources())
 
 
@@ -94,6 +97,8 @@ def _as_select(when: str) -> str:
 @functools.lru_cache(maxsize=1024)
 def sql_problem(sql: str) -> tuple[str, int | None] | None:
     """Why a rule's SQL is not one SELECT, with the line DuckDB's parser names, else None."""
+    import duckdb
+
     try:
         statements = _con().extract_statements(sql)
     except duckdb.Error as e:

@@ -27,30 +27,14 @@ from nsys_diagnose.ceiling import RULES_HEADROOM_BYTES, ceiling
 from nsys_diagnose.engine import bounds, claims, headlines
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult, as_subquery
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
-from nsys_diagnose.errors import UsageError
-from nsys_diagnose.ingest.database import RULES_MEMORY_LIMIT, is_corrupt, memory_limit, thread_config, with_memory_retry
+from nsys_diagnose.ingest.database import is_corrupt, with_memory_retry
+from nsys_diagnose.ingest.environment import RULES_MEMORY_LIMIT, memory_limit, rule_timeout_s, thread_config
 from nsys_diagnose.units import render
 
-RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
-MAX_RULE_TIMEOUT_S = 86_400.0
 MAX_RULES_AT_ONCE = 4
 SIDE_BY_SIDE_MAX_BYTES = 512 << 20  # rules on a bigger database run one at a time (_workers)
 MAX_RULE_ROWS = 1_000_000  # a result this long is a runaway query (say, a cross join), not evidence
 FETCH_ROWS = 10_000  # a rule's rows are read this many at a time (_Kept keeps the few the report uses)
-
-
-def rule_timeout_s() -> float:
-    raw = os.environ.get("NSYS_DIAGNOSE_RULE_TIMEOUT_S")
-    if raw is None:
-        return RULE_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= MAX_RULE_TIMEOUT_S:  # (NaN fails both; an infinite timer overflows)
-        raise UsageError(f"NSYS_DIAGNOSE_RULE_TIMEOUT_S={raw!r}: expected a number of seconds > 0 "
-                         f"and at most {MAX_RULE_TIMEOUT_S:,.0f}")
-    return value
 
 
 def plain(value: Any) -> Any:

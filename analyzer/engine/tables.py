@@ -11,8 +11,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 from nsys_diagnose.engine.model import Rule, as_subquery
-from nsys_diagnose.engine.runner import MAX_RULE_ROWS, rule_timeout_s
+from nsys_diagnose.engine.runner import MAX_RULE_ROWS
 from nsys_diagnose.ingest.database import with_memory_retry
+from nsys_diagnose.ingest.environment import rule_timeout_s
 
 
 def rule_table(con: duckdb.DuckDBPyConnection, rule: Rule, overrides: dict[str, Any] | None = None) -> pa.Table:

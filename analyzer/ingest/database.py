@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import re
@@ -23,23 +22,26 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import duckdb
-from nsys_diagnose.errors import InputError, NoSpaceError, UsageError, is_no_space
+from nsys_diagnose.errors import InputError, NoSpaceError, is_no_space
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
 from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
 from nsys_diagnose.ingest import settings as analysis_settings
+from nsys_diagnose.ingest.cache_key import CACHE_FORMAT, content
+from nsys_diagnose.ingest.environment import (
+    BYTES,
+    RULES_MEMORY_LIMIT,
+    SIZE,
+    UNITS,
+    default_cache_dir,
+    memory_limit,
+    thread_config,
+)
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
 from nsys_diagnose.ingest.settings import SettingValues
 from nsys_diagnose.text import printable
 
-CACHE_FORMAT = 3  # bump when the cache layout changes in a way the SQL text does not show
 SQLITE_MAGIC = b"SQLite format 3\x00"
 JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # a rollback journal's header, zeroed once committed
-# DuckDB's memory cap for the ingest; beyond it, it spills to disk. The rules' connection has a
-# smaller one: its queries read the cache and seldom spill, and what its buffer pool held beyond
-# 300 MB set the cold run's peak RSS (1e7 kernels: 960 against 790 MiB for the rule pack, in the
-# same time). $NSYS_DIAGNOSE_MEMORY_LIMIT overrides both (memory_limit()).
-MEMORY_LIMIT = "500MB"
-RULES_MEMORY_LIMIT = "300MB"
 # An operator that cannot spill (some aggregates and joins) can still run out under the cap: the
 # ingest statement is then redone once at STATEMENT_RETRY_FACTOR times the cap (DuckDB's sort under
 # gpu_openers at 1e7 operations fails now and then at 500 MB and 750 MB, never at 1 GB), and if
@@ -47,14 +49,8 @@ RULES_MEMORY_LIMIT = "300MB"
 # than failing.
 STATEMENT_RETRY_FACTOR = 2
 RETRY_MEMORY_LIMIT = "4GB"
-MAX_THREADS = 1024
 SMALL_EXPORT_BYTES = 64 << 20  # a smaller export's ingest runs as one transaction, in one thread (_build)
 MAX_LABELS = 10_000  # distinct names (kernels, API and OS calls) the `label` ENUM may hold (_label_type)
-_SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
-_UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
-_BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
-          "TiB": 1 << 40}
-MIN_MEMORY_LIMIT_BYTES = 64 << 20
 T = TypeVar("T")
 # what a statement makes (after the comment lines that document it)
 _LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+label\s+AS\s+ENUM\b", re.IGNORECASE)
@@ -63,21 +59,6 @@ _BUILDS = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\
 # (ingest/sql/idle_gaps.sql: one slice of the gaps at a time, within the memory limit).
 _EACH = re.compile(r"^\s*--\s*@each\s+(\w+)\s*:\s*(.+)$", re.MULTILINE)
 
-
-def memory_limit(default: str | None = None) -> str:
-    """DuckDB's memory cap: $NSYS_DIAGNOSE_MEMORY_LIMIT (a number and a unit, e.g. 2GB), parsed
-    and written back in DuckDB's form, else `default` (MEMORY_LIMIT). The raw value never
-    reaches SQL."""
-    raw = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT")
-    if raw is None:
-        return default or MEMORY_LIMIT
-    match = _SIZE.fullmatch(raw)
-    if not match:
-        raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: expected a size such as 500MB or 2GB")
-    unit = _UNITS[(match[2] or "B").lower()]
-    if float(match[1]) * _BYTES[unit] < MIN_MEMORY_LIMIT_BYTES:  # DuckDB cannot pin one block below it
-        raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: at least {MIN_MEMORY_LIMIT_BYTES >> 20}MiB is needed")
-    return f"{match[1]}{unit}"
 
 # source table -> alias of its src_* relation in ingest/sql/normalize.sql
 ALIASES = {
@@ -192,31 +173,6 @@ def check_input(path: Path) -> None:
                                "or export it again")
 
 
-def content_key(path: Path, cache_dir: Path | None = None, settings: SettingValues | None = None) -> str:
-    """The ingest cache's key of the export: the SHA-256 of all its bytes (remembered in the
-    cache folder by its stat identity: identity.py), of the ingest SQL and of the changed values
-    of the settings the ingest reads (none: the default run's key)."""
-    return _content(path, cache_dir, settings)[0]
-
-
-def _content(path: Path, cache_dir: Path | None, settings: SettingValues | None = None) -> tuple[str, identity.Content]:
-    content = identity.identify(path, (cache_dir or default_cache_dir()) / "ids")
-    changed = analysis_settings.ingest_changes(settings)
-    tuned = f"|{json.dumps(changed, sort_keys=True)}" if changed else ""
-    key = hashlib.sha256(f"{_ingest_fingerprint()}|{content.sha256}{tuned}".encode()).hexdigest()[:32]
-    return key, content
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("NSYS_DIAGNOSE_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base or not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nsys-diagnose"
-
-
 def modules_for(names: set[str] | frozenset[str] | None) -> tuple[str, ...] | None:
     """The SQL modules that make the tables and macros `names`, in run order; None (all of
     them) when names is None or they need every module."""
@@ -233,15 +189,6 @@ def _sql_files(modules: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
 def _statements(text: str) -> list[str]:
     """A library file's statements, as DuckDB's parser splits them."""
     return [st.sql for st in sql_library.statements("", text)]
-
-
-@functools.cache
-def _ingest_fingerprint() -> str:
-    """Changes whenever what the cache holds could change: the SQL, the projection, the version."""
-    h = hashlib.sha256(f"{CACHE_FORMAT}|{duckdb.__version__}|{schema.SOURCES!r}|{schema.ROW_FILTERS!r}".encode())
-    for name, text in _sql_files():
-        h.update(name.encode() + text.encode())
-    return h.hexdigest()
 
 
 def build(path: Path, out: Path, reader_kind: str = "auto",
@@ -383,9 +330,9 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
 
 def _scaled(limit: str, factor: float) -> str:
     """A memory limit in memory_limit()'s form times `factor`, in MB."""
-    match = _SIZE.fullmatch(limit)
+    match = SIZE.fullmatch(limit)
     assert match, limit
-    return f"{float(match[1]) * _BYTES[_UNITS[(match[2] or 'B').lower()]] * factor / 1e6:.0f}MB"
+    return f"{float(match[1]) * BYTES[UNITS[(match[2] or 'B').lower()]] * factor / 1e6:.0f}MB"
 
 
 def _execute_retrying(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None, limit: str,
@@ -446,22 +393,6 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def thread_config(small: bool = False) -> dict:
-    """DuckDB's threads per connection: as NSYS_DIAGNOSE_THREADS says (a batch gives each of its
-    worker processes a share, so that N workers do not run N x cores threads), else one for a
-    `small` database (SMALL_EXPORT_BYTES), else all cores. On a small one each statement is
-    mostly planning, and the threads' handovers cost more than they share: the launch_bound
-    export's ingest took 0.8 CPU s in one thread against 1.3 in two, its rules 0.5 s against
-    0.7 (2 cores, load 6; docs/benchmarks.md, session 15). The rules then run side by side
-    instead (engine/runner.py)."""
-    raw = os.environ.get("NSYS_DIAGNOSE_THREADS")
-    if raw is None:
-        return {"threads": 1} if small else {}
-    if not (re.fullmatch(r"[0-9]{1,4}", raw.strip()) and 0 < int(raw) <= MAX_THREADS):  # not str.isdigit: '²'
-        raise UsageError(f"NSYS_DIAGNOSE_THREADS={raw!r}: expected a whole number of threads from 1 to {MAX_THREADS}")
-    return {"threads": int(raw)}
-
-
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether the opened trace holds a table of that name (caches of older builds may lack some)."""
     return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
@@ -480,12 +411,6 @@ def with_memory_retry(con: duckdb.DuckDBPyConnection, run):
         if con.execute(limit).fetchone()[0] == before:
             raise  # already at the retry cap (an earlier query raised it): it would fail again
         return run()
-
-
-def is_interrupted(e: BaseException) -> bool:
-    """DuckDB's form of a Ctrl-C that arrives while it runs a query on the main thread: it stops the
-    query and raises this error in place of KeyboardInterrupt."""
-    return type(e) is RuntimeError and str(e) == "Query interrupted"
 
 
 def is_corrupt(e: BaseException) -> bool:
@@ -519,7 +444,7 @@ def _open_cached(db: Path) -> tuple[duckdb.DuckDBPyConnection, tuple] | None:
         return None
 
 
-def _open_or_build(db: Path, export: Path, reader: str, content: identity.Content,
+def _open_or_build(db: Path, export: Path, reader: str, found: identity.Content,
                    settings: SettingValues | None) -> tuple[duckdb.DuckDBPyConnection, tuple, bool]:
     """The cache database `db` of `export`, ingested first if absent: (connection, tables, cached)."""
     if (opened := _open_cached(db)) is not None:
@@ -533,7 +458,7 @@ def _open_or_build(db: Path, export: Path, reader: str, content: identity.Conten
         tmp = cache_files.build_name(db)
         try:
             build(export, tmp, reader, settings=settings)
-            if not identity.still_holds(export, content):  # the key would name other bytes
+            if not identity.still_holds(export, found):  # the key would name other bytes
                 raise InputError(export, "changed while it was being read (is it still being written?); "
                                          "run again once it is complete")
             cache_files.seal(tmp, db)
@@ -592,10 +517,10 @@ def open_trace(path: str | os.PathLike, *, use_cache: bool = True, cache_dir: Pa
         except OSError:
             use_cache = False
     if use_cache:
-        key, content = _content(p, cache_dir, settings)
+        key, found = content(p, cache_dir, settings)
         db = cache_dir / f"{key}.duckdb"
         try:
-            con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, content, settings)
+            con, (captured, used, sources), from_cache = _open_or_build(db, p, reader, found, settings)
             return Trace(p, con, captured, used, from_cache, sources, db=db if from_cache else None)
         except (NoSpaceError, OSError) as e:
             if not is_no_space(e) and not isinstance(e, NoSpaceError):

@@ -59,9 +59,10 @@ import re
 import threading
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
-import duckdb
+if TYPE_CHECKING:  # imported where SQL is parsed: reading the files and their order needs no DuckDB
+    import duckdb
 
 _CREATE = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?P<temp>TEMP\s+|TEMPORARY\s+)?"
                      r"(?P<kind>TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>\w+)", re.I)
@@ -241,6 +242,8 @@ def parser() -> duckdb.DuckDBPyConnection:
     One database serves them all: opening one costs ~10 ms."""
     con = getattr(_local, "con", None)
     if con is None:
+        import duckdb
+
         con = _local.con = duckdb.connect(":memory:", config={"enable_external_access": False})
     return con
 
@@ -350,6 +353,8 @@ def query_file(file: str, text: str) -> list[Query]:
     entries = public()
     made = set(entries).union(*(m.makes for m in modules().values()))
     prefix = file.removeprefix("queries/").removesuffix(".sql") + "_"
+    import duckdb
+
     try:
         found = statements(file, text)
     except duckdb.Error as e:
@@ -377,6 +382,8 @@ def _problem(q: Query, prefix: str, unseen: set[str]) -> str | None:
         return "has no name: '-- query: <file>_<what>' in its comment"
     if not q.name.startswith(prefix):
         return f"must be named {prefix}<what>"
+    import duckdb
+
     parsed = parser().extract_statements(q.sql)
     if len(parsed) != 1 or parsed[0].type != duckdb.StatementType.SELECT:
         return "must be one SELECT"
