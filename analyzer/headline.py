@@ -90,6 +90,8 @@ def parts(findings: list[Finding], steady: list[SteadyState], metrics: Metrics, 
     if cost:
         # a cost drawn on the steady state's budget (claimed), whether or not its gain is bounded
         if top.claim is not None and s is not None and s.window_ns:
+            # a rule's time over the whole trace (a kernel's every launch) is more than its steady slice
+            cost = min(cost, top.claimed_ns) if top.claimed_ns is not None else cost
             share = f"{pct(100 * cost / s.window_ns)}"
             if s.steps and s.steps >= 2:
                 out.append(("cost", f"{duration(cost / s.steps)} a step ({share})"))

@@ -39,6 +39,8 @@ CAUSE_RULES = {
     "gil": {"gil-contention"}, "layout": {"layout-conversions"}, "alignment": {"gemm-alignment"},
     # round nine: every launch call waits for its own kernel (CUDA_LAUNCH_BLOCKING=1 left on)
     "synchronous-launches": {"synchronous-launches"},
+    # round seven: one kernel (a sort in two instantiations) holding half the GPU time
+    "dominant-kernel": {"hot-kernels"},
     # round five: a CUDA graph captured anew every step
     "graph-recapture": {"nvtx-ranges", "idle-gap-causes"},
 }

@@ -78,6 +78,7 @@ def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[St
     if s is None:
         return
     ns = sum(r.ns for r in rows)
+    f.claimed_ns = ns
     f.recoverable_ns = None if f.estimate_ns is None else max(0, min(f.estimate_ns, ns))
     f.claim = _describe(f, rows, place, s.window_ns)
     if f.recoverable_ns is None and ns > 0:

@@ -149,6 +149,8 @@ class Finding(BaseModel):
     evidence: dict[str, Any] = {}
     related: list[Related] = []
     claims: Claim | None = Field(default=None, exclude=True)  # its spec's, for engine/claims.py
+    # the time of its budget slice in the steady state (engine/claims.py), which its cost in the headline cannot pass
+    claimed_ns: int | None = Field(default=None, exclude=True)
     headline: HeadlineParts | None = Field(default=None, exclude=True)  # for the report's headline
     # the rule's own bound on what its fix wins (its spec's recoverable_ns column), for engine/claims.py
     estimate_ns: int | None = Field(default=None, exclude=True)

@@ -12,7 +12,16 @@ per_kernel AS (
          min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
          coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
   FROM kernels GROUP BY name),
-total AS (SELECT nullif(sum(total_ns), 0) AS all_ns FROM per_kernel)
+total AS (SELECT nullif(sum(total_ns), 0) AS all_ns FROM per_kernel),
+-- the kernels of one short name (a template's instantiations: a sort's block sizes) together
+per_short AS (
+  SELECT name, sum(total_ns) OVER s AS name_total_ns, sum(instances) OVER s AS name_instances,
+         count(*) OVER s AS name_variants, row_number() OVER (PARTITION BY short_name ORDER BY total_ns DESC, name) AS name_rank
+  FROM per_kernel WINDOW s AS (PARTITION BY short_name)),
+ranked AS (
+  SELECT k.*, p.name_total_ns, p.name_instances, p.name_variants, p.name_rank,
+         round(100.0 * p.name_total_ns / total.all_ns, 2) AS name_share_pct
+  FROM per_kernel k JOIN per_short p USING (name) CROSS JOIN total)
 SELECT name,
        -- names can run to kilobytes of template arguments; messages use the short form
        CASE WHEN length(short_name) > 120 THEN left(short_name, 117) || '...' ELSE short_name END AS display_name,
@@ -32,7 +41,17 @@ SELECT name,
             THEN round(total_ns * (1 - 1 / $expected_speedup))::BIGINT
             ELSE total_ns END AS at_stake_ns,
        -- a median launch this short is bound by the kernel's fixed cost, not its math's format
-       median_ns >= $latency_floor_ns AS format_bound
-FROM per_kernel CROSS JOIN total LEFT JOIN kernel_classes kc USING (name) LEFT JOIN home USING (name)
+       median_ns >= $latency_floor_ns AS format_bound,
+       name_total_ns, name_instances, name_variants, name_share_pct, name_rank,
+       CASE WHEN name_variants > 1 THEN format('{:,} launches of its {} instantiations', name_instances, name_variants)
+            ELSE format('{:,} launches', name_instances) END AS name_launches_text,
+       -- one kernel (all the instantiations of its name) holds most of the kernel time, and it is
+       -- neither matrix math, elementwise work nor a collective, which other rules weigh
+       -- (one of them holding most of the name's time: a sort's block sizes are one kernel, the
+       -- dozens of loop bodies of a generic launcher such as par_ranged2d_kernel are not)
+       bool_and(coalesce(kc.class, 'other kernels') = 'other kernels') OVER (PARTITION BY short_name)
+         AND name_share_pct >= $dominant_pct
+         AND 2 * max(total_ns) OVER (PARTITION BY short_name) >= name_total_ns AS dominant
+FROM ranked CROSS JOIN total LEFT JOIN kernel_classes kc USING (name) LEFT JOIN home USING (name)
 LEFT JOIN kernel_formats f USING (name)
 ORDER BY total_ns DESC, name

@@ -42,7 +42,10 @@ joined AS (
   SELECT p.device_id, p.pid, d.name AS gpu_name, d.memory_bytes, p.peak_bytes, p.peak_ts_ns,
          p.allocs, p.frees, coalesce(u.unmatched_frees, 0) AS unmatched_frees,
          dp.device_peak_bytes, dp.device_peak_ts_ns, dp.processes,
-         dp.device_peak_bytes + dp.processes * $reserve_bytes AS device_used_bytes,
+         -- the reserve is an estimate: a device whose measured peak fills it has no more to give
+         CASE WHEN d.memory_bytes IS NULL THEN dp.device_peak_bytes + dp.processes * $reserve_bytes
+              ELSE least(dp.device_peak_bytes + dp.processes * $reserve_bytes, greatest(d.memory_bytes, dp.device_peak_bytes))
+              END AS device_used_bytes,
          round(100.0 * b.busy_ns / nullif(b.window_ns, 0), 2) AS utilization_pct,
          row_number() OVER (PARTITION BY p.device_id ORDER BY p.peak_bytes DESC, p.pid) AS process_rank
   FROM proc_peak p JOIN dev_peak dp USING (device_id)
