@@ -13,22 +13,22 @@ per_kernel AS (
          coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
   FROM kernels GROUP BY name),
 total AS (SELECT nullif(sum(total_ns), 0) AS all_ns FROM per_kernel),
--- the kernels of one short name (a template's instantiations: a sort's block sizes) together
+-- each kernel with its class, and the kernels of its short name (a template's instantiations: a
+-- sort's block sizes) together
 per_short AS (
-  SELECT name, sum(total_ns) OVER s AS name_total_ns, sum(instances) OVER s AS name_instances,
-         count(*) OVER s AS name_variants, row_number() OVER (PARTITION BY short_name ORDER BY total_ns DESC, name) AS name_rank
-  FROM per_kernel WINDOW s AS (PARTITION BY short_name)),
-ranked AS (
-  SELECT k.*, p.name_total_ns, p.name_instances, p.name_variants, p.name_rank,
-         round(100.0 * p.name_total_ns / total.all_ns, 2) AS name_share_pct
-  FROM per_kernel k JOIN per_short p USING (name) CROSS JOIN total)
+  SELECT k.*, coalesce(kc.class, 'other kernels') AS class,
+         sum(total_ns) OVER s AS name_total_ns, sum(instances) OVER s AS name_instances,
+         count(*) OVER s AS name_variants, max(total_ns) OVER s AS name_top_ns,
+         bool_and(coalesce(kc.class, 'other kernels') = 'other kernels') OVER s AS name_other,
+         row_number() OVER (PARTITION BY short_name ORDER BY total_ns DESC, name) AS name_rank
+  FROM per_kernel k LEFT JOIN kernel_classes kc USING (name) WINDOW s AS (PARTITION BY short_name))
 SELECT name,
        -- names can run to kilobytes of template arguments; messages use the short form
        CASE WHEN length(short_name) > 120 THEN left(short_name, 117) || '...' ELSE short_name END AS display_name,
        instances, total_ns, avg_ns, median_ns, min_ns, max_ns, stddev_ns,
        round(100.0 * total_ns / total.all_ns, 2) AS share_pct,
        row_number() OVER (ORDER BY total_ns DESC, name) AS rank,
-       coalesce(kc.class, 'other kernels') AS class, pid, device_id,
+       class, pid, device_id,
        f.family, f.op, f.format, f.path,
        -- already at tensor-core rate in a format a program sensibly keeps (TF32 is the fp32
        -- model's tensor-core format): no change of format or unit is called for, and what
@@ -42,16 +42,16 @@ SELECT name,
             ELSE total_ns END AS at_stake_ns,
        -- a median launch this short is bound by the kernel's fixed cost, not its math's format
        median_ns >= $latency_floor_ns AS format_bound,
-       name_total_ns, name_instances, name_variants, name_share_pct, name_rank,
+       name_total_ns, name_instances, name_variants, round(100.0 * name_total_ns / total.all_ns, 2) AS name_share_pct,
+       name_rank,
        CASE WHEN name_variants > 1 THEN format('{:,} launches of its {} instantiations', name_instances, name_variants)
             ELSE format('{:,} launches', name_instances) END AS name_launches_text,
        -- one kernel (all the instantiations of its name) holds most of the kernel time, and it is
        -- neither matrix math, elementwise work nor a collective, which other rules weigh
        -- (one of them holding most of the name's time: a sort's block sizes are one kernel, the
        -- dozens of loop bodies of a generic launcher such as par_ranged2d_kernel are not)
-       bool_and(coalesce(kc.class, 'other kernels') = 'other kernels') OVER (PARTITION BY short_name)
-         AND name_share_pct >= $dominant_pct
-         AND 2 * max(total_ns) OVER (PARTITION BY short_name) >= name_total_ns AS dominant
-FROM ranked CROSS JOIN total LEFT JOIN kernel_classes kc USING (name) LEFT JOIN home USING (name)
+       name_other AND round(100.0 * name_total_ns / total.all_ns, 2) >= $dominant_pct AND 2 * name_top_ns >= name_total_ns
+         AS dominant
+FROM per_short CROSS JOIN total LEFT JOIN home USING (name)
 LEFT JOIN kernel_formats f USING (name)
 ORDER BY total_ns DESC, name
