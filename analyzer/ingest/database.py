@@ -28,12 +28,10 @@ from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schem
 from nsys_diagnose.ingest import settings as analysis_settings
 from nsys_diagnose.ingest.cache_key import CACHE_FORMAT, content
 from nsys_diagnose.ingest.environment import (
-    BYTES,
     RULES_MEMORY_LIMIT,
-    SIZE,
-    UNITS,
     default_cache_dir,
     memory_limit,
+    size_bytes,
     thread_config,
 )
 from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
@@ -330,9 +328,7 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
 
 def _scaled(limit: str, factor: float) -> str:
     """A memory limit in memory_limit()'s form times `factor`, in MB."""
-    match = SIZE.fullmatch(limit)
-    assert match, limit
-    return f"{float(match[1]) * BYTES[UNITS[(match[2] or 'B').lower()]] * factor / 1e6:.0f}MB"
+    return f"{size_bytes(limit) * factor / 1e6:.0f}MB"
 
 
 def _execute_retrying(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None, limit: str,

@@ -21,9 +21,9 @@ MIN_MEMORY_LIMIT_BYTES = 64 << 20
 MAX_THREADS = 1024
 RULE_TIMEOUT_S = 120.0  # a rule running longer is interrupted; NSYS_DIAGNOSE_RULE_TIMEOUT_S overrides
 MAX_RULE_TIMEOUT_S = 86_400.0
-SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
-UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
-BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+_SIZE = re.compile(r"\s*(\d{1,15}(?:\.\d{1,6})?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?\s*", re.IGNORECASE)
+_UNITS = {u.lower(): u for u in ("B", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB")}
+_BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
          "TiB": 1 << 40}
 
 
@@ -42,13 +42,20 @@ def memory_limit(default: str | None = None) -> str:
     raw = os.environ.get("NSYS_DIAGNOSE_MEMORY_LIMIT")
     if raw is None:
         return default or MEMORY_LIMIT
-    match = SIZE.fullmatch(raw)
+    match = _SIZE.fullmatch(raw)
     if not match:
         raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: expected a size such as 500MB or 2GB")
-    unit = UNITS[(match[2] or "B").lower()]
-    if float(match[1]) * BYTES[unit] < MIN_MEMORY_LIMIT_BYTES:  # DuckDB cannot pin one block below it
+    unit = _UNITS[(match[2] or "B").lower()]
+    if size_bytes(raw) < MIN_MEMORY_LIMIT_BYTES:  # DuckDB cannot pin one block below it
         raise UsageError(f"NSYS_DIAGNOSE_MEMORY_LIMIT={raw!r}: at least {MIN_MEMORY_LIMIT_BYTES >> 20}MiB is needed")
     return f"{match[1]}{unit}"
+
+
+def size_bytes(limit: str) -> float:
+    """A size in memory_limit()'s form, in bytes."""
+    match = _SIZE.fullmatch(limit)
+    assert match, limit
+    return float(match[1]) * _BYTES[_UNITS[(match[2] or "B").lower()]]
 
 
 def thread_config(small: bool = False) -> dict:
