@@ -43,6 +43,8 @@ CAUSE_RULES = {
     "dominant-kernel": {"hot-kernels"},
     # round five: a CUDA graph captured anew every step
     "graph-recapture": {"nvtx-ranges", "idle-gap-causes"},
+    # round ten: the GPU waits for input that another thread paces with a sleep (an idle server)
+    "paced-input": {"input-pipeline-stall"},
 }
 
 

@@ -82,8 +82,8 @@ def _bound(f: Finding, rows: list[BudgetRow], place: str | None, steady: list[St
     f.recoverable_ns = None if f.estimate_ns is None else max(0, min(f.estimate_ns, ns))
     f.claim = _describe(f, rows, place, s.window_ns)
     if f.recoverable_ns is None and ns > 0:
-        f.note = ("Recoverable time not estimated: the trace does not bound what the fix wins on this GPU "
-                  "time (docs/recoverable.md).")
+        f.note = ("Recoverable time not estimated: the trace does not bound what the fix wins on this "
+                  f"{'GPU' if f.claims.kind == 'gpu' else 'idle'} time (docs/recoverable.md).")
     if f.severity == "info":
         return
     share = 100 * (f.recoverable_ns if f.recoverable_ns is not None else ns) / s.window_ns

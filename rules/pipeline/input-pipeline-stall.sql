@@ -29,6 +29,32 @@ waiting AS (
     -- lock, not a batch (gil-contention)
     AND NOT (c.detail = 'pthread_cond_timedwait' AND c.pid IN (SELECT pid FROM lock_waits))
   GROUP BY c.pid, c.detail),
+-- What ended the feeding thread's wait in each of those gaps: another thread of its process
+-- coming out of a sleep that spanned most of the wait and ended in its last tenth. Then the
+-- input comes at that sleep's pace (requests arriving, a timer, a rate limit), not because a
+-- loader is slow: the feeder waits for a thread that itself waits.
+wait_gaps AS (
+  SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns FROM idle_gaps g
+  WHERE g.in_steady_state AND g.cause = 'os-call' AND list_contains($wait_calls, g.detail)
+    AND NOT (g.detail = 'pthread_cond_timedwait' AND g.pid IN (SELECT pid FROM lock_waits))),
+feeder_waits AS (
+  SELECT DISTINCT g.pid, g.tid, g.detail, f.start_ns, f.end_ns
+  FROM wait_gaps g ASOF JOIN osrt_calls f ON f.pid = g.pid AND f.tid = g.tid AND f.name = g.detail AND f.start_ns <= g.end_ns
+  WHERE f.end_ns > g.start_ns),
+woken AS (
+  SELECT w.pid, w.detail, s.tid AS sleeper_tid, s.name AS sleep_call,
+         coalesce(s.tid <> w.tid AND s.end_ns >= w.end_ns - (w.end_ns - w.start_ns) / 10
+                  AND least(s.end_ns, w.end_ns) - greatest(s.start_ns, w.start_ns) >= (w.end_ns - w.start_ns) / 2, false)
+           AS after_sleep
+  FROM feeder_waits w
+  ASOF LEFT JOIN (SELECT pid, tid, name, start_ns, end_ns FROM osrt_calls WHERE os_wait_kind(name) = 'sleep') s
+    ON s.pid = w.pid AND s.end_ns <= w.end_ns),
+pacing AS (
+  SELECT pid, detail, sum(n) AS waits, sum(n) FILTER (WHERE after_sleep) AS after_sleep,
+         first(sleeper_tid ORDER BY n DESC, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
+         first(sleep_call ORDER BY n DESC, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
+  FROM (SELECT pid, detail, sleeper_tid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL)
+  GROUP BY pid, detail),
 -- in a process with no NVTX ranges: the untraced host-code gaps that end with a host-to-device
 -- copy, the next batch's upload (the host built the batch on the thread that feeds the GPU)
 uploads AS (
@@ -50,7 +76,11 @@ uploading AS (
   SELECT pid, 'batch upload' AS source, 'host code before each batch upload' AS what, upload_gaps AS instances,
          upload_idle_ns AS wall_ns, 0 AS busy_ns, upload_idle_ns AS idle_ns
   FROM uploads WHERE upload_gaps > 0 AND upload_idle_ns >= 0.8 * idle_ns),
-rows AS (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading),
+rows AS (
+  SELECT r.*, coalesce(k.waits, 0) AS waits, coalesce(k.after_sleep, 0) AS paced_waits, k.sleeper_tid, k.sleep_call,
+         coalesce(k.after_sleep >= $min_paced_pct / 100.0 * k.waits, false) AS paced
+  FROM (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading) r
+  LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid AND k.detail = r.what),
 -- what the CPU samples of the process's untraced gaps (gap_samples) say the host built the batch
 -- with: the three libraries holding most of them
 sampled AS (
@@ -89,7 +119,11 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances
        100.0 * coalesce(d.pageable_h2d_ns, 0) / nullif(ss.window_ns, 0) >= $min_copy_pct AS pinning_matters,
        coalesce(d.helper_processes, 0) AS helper_processes,
        CASE WHEN sp.samples >= $min_samples THEN 'its CPU samples there: ' || sp.libraries
-            ELSE 'no NVTX range or traced call says more' END AS building_text
+            ELSE 'no NVTX range or traced call says more' END AS building_text,
+       r.waits, r.paced_waits, r.paced, r.sleeper_tid, r.sleep_call,
+       -- the trace cannot say whether the program sets that pace (a throttle) or its users do
+       -- (requests arriving): no bound on what lifting it wins
+       CASE WHEN NOT r.paced THEN r.idle_ns END AS recoverable_ns
 FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
 LEFT JOIN done d USING (pid) LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
 ORDER BY r.idle_ns DESC, r.pid, r.what
