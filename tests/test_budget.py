@@ -109,3 +109,29 @@ def test_short_gaps_go_to_the_call_that_ends_them(name, tmp_path):
         assert top == (FLOODS[name],)
     finally:
         t.close()
+
+
+# Kernels whose names carry a half-precision type but do no matrix math (real names from the
+# corpus): a format word alone does not make tensor-core math; GEMMs keep their class.
+KERNEL_CLASSES = [
+    ("moe_nonzero_sync", "indexFuncLargeIndex<c10::BFloat16", "elementwise/reduction"),
+    ("healthy_fp16_convnet_infer", "max_pool_forward_nhwc<c10::Half", "other kernels"),
+    ("healthy_bf16_transformer", "GammaBetaBackwardCUDAKernelTemplate<c10::BFloat16", "elementwise/reduction"),
+    ("d2d_clone_copies", "CatArrayBatchedCopy", "elementwise/reduction"),
+    ("cudnn_benchmark_multiscale", "convertTensor_kernel<float, __nv_bfloat16", "other kernels"),
+    ("d2d_clone_copies", "nvjet_sm90_tst", "tensor-core math"),
+]
+
+
+@pytest.mark.parametrize(("name", "kernel", "cls"), KERNEL_CLASSES, ids=[f"{n}-{c}" for n, _, c in KERNEL_CLASSES])
+def test_a_format_word_alone_is_not_tensor_core_math(name, kernel, cls):
+    path = FIXTURES / "exports" / f"{name}.sqlite"
+    if not path.exists():
+        pytest.skip(f"{path.name} not unpacked")
+    t = open_trace(path)
+    try:
+        classes = {c for (c,) in t.con.execute("SELECT DISTINCT class FROM kernel_classes WHERE contains(name, ?)",
+                                                [kernel]).fetchall()}
+        assert classes == {cls}, classes
+    finally:
+        t.close()

@@ -45,6 +45,8 @@ CAUSE_RULES = {
     "graph-recapture": {"nvtx-ranges", "idle-gap-causes"},
     # round ten: the GPU waits for input that another thread paces with a sleep (an idle server)
     "paced-input": {"input-pipeline-stall"},
+    # copy kernels (.contiguous(), clone, cat) a quarter of a busy GPU's time
+    "copies": {"fusion-candidates"},
 }
 
 

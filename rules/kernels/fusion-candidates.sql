@@ -2,23 +2,26 @@
 -- state, with the process's totals; the process with the most such time first.
 -- names matched once each (kernel_names), not once per kernel
 WITH names AS (SELECT name, regexp_matches(name, $elementwise_pattern, 'i')
-                            AND NOT regexp_matches(name, $fused_pattern) AS is_elementwise FROM kernel_names),
+                            AND NOT regexp_matches(name, $fused_pattern) AS is_elementwise,
+                      regexp_matches(name, $copy_pattern) AND NOT regexp_matches(name, $cast_pattern) AS is_copy FROM kernel_names),
 steady AS (
-  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, n.is_elementwise
+  SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, n.is_elementwise, n.is_elementwise AND n.is_copy AS is_copy
   FROM kernels k JOIN names n USING (name) JOIN steady_state s ON s.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
 -- one pass over the kernels: per name, and per process and kind (the name's grouping bit set)
 grouped AS (
   SELECT pid, device_id, is_elementwise, name, GROUPING(name) AS whole_kind,
          any_value(short_name) AS short_name, count(*) AS instances, sum(duration_ns) AS total_ns,
-         median(duration_ns) FILTER (WHERE is_elementwise) AS median_ns
+         median(duration_ns) FILTER (WHERE is_elementwise) AS median_ns,
+         sum(duration_ns) FILTER (WHERE is_copy) AS copy_ns
   FROM steady GROUP BY GROUPING SETS ((pid, device_id, is_elementwise, name), (pid, device_id, is_elementwise))),
 per_process AS (
   SELECT g.pid, g.device_id, any_value(s.steps) AS steps, any_value(s.end_ns - s.start_ns) AS window_ns,
          sum(g.instances) AS kernel_count, sum(g.total_ns) AS kernel_ns,
          coalesce(sum(g.instances) FILTER (WHERE g.is_elementwise), 0) AS ew_launches,
          coalesce(sum(g.total_ns) FILTER (WHERE g.is_elementwise), 0) AS ew_ns,
-         any_value(g.median_ns) FILTER (WHERE g.is_elementwise) AS ew_median_ns
+         any_value(g.median_ns) FILTER (WHERE g.is_elementwise) AS ew_median_ns,
+         coalesce(sum(g.copy_ns), 0) AS copy_ns
   FROM grouped g JOIN steady_state s USING (pid) WHERE g.whole_kind = 1 GROUP BY g.pid, g.device_id),
 per_kernel AS (
   SELECT pid, device_id, name, short_name, instances, total_ns, median_ns,
@@ -51,7 +54,13 @@ SELECT l.pid, l.device_id, l.name,
        r.top_range, round(100.0 * r.top_range_ns / nullif(p.ew_ns, 0), 2) AS top_range_pct,
        CASE WHEN r.top_range IS NOT NULL
             THEN '; ' || printf('%.0f %%', 100.0 * r.top_range_ns / nullif(p.ew_ns, 0))
-                 || ' of it is launched from NVTX range "' || r.top_range || '"' ELSE '' END AS where_text
+                 || ' of it is launched from NVTX range "' || r.top_range || '"' ELSE '' END AS where_text,
+       p.copy_ns, round(100.0 * p.copy_ns / nullif(p.ew_ns, 0), 2) AS copy_pct,
+       CASE WHEN 100.0 * p.copy_ns / nullif(p.ew_ns, 0) >= $min_copy_pct
+            THEN '; layout copies (.contiguous(), .clone(), torch.cat) take ' || printf('%.0f %%', 100.0 * p.copy_ns / p.ew_ns)
+                 || ' of it, moving data with no math' ELSE '' END AS copy_text,
+       CASE WHEN 100.0 * p.copy_ns / nullif(p.ew_ns, 0) >= $min_copy_pct THEN 'layout copies and elementwise kernels'
+            ELSE 'unfused elementwise kernels' END AS cause_text
 FROM labelled l JOIN per_process p USING (pid, device_id) LEFT JOIN steady_busy b USING (pid, device_id)
 LEFT JOIN top_range r USING (pid, device_id)
 ORDER BY p.ew_ns DESC, l.pid, l.device_id, l.rank

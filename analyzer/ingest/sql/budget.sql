@@ -17,10 +17,14 @@ INSERT INTO kernel_class_patterns VALUES
   -- PyTorch's and Triton's pointwise and reduction loops, normalizations and cuDNN's layout
   -- conversions, named before the dtype words below: vectorized_elementwise_kernel<..., BFloat16>
   -- or cudnn::bn_fw_tr_1C11_kernel_NCHW<__half, ...> is a memory pass, not tensor-core math
-  (3, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|triton_(poi|red|per)_|multi_tensor_apply|layer_norm|batch_norm|group_norm|instance_norm|rms_?norm|\bbn_(fw|bw)_|batchnorm|nchwtonhwc|nhwctonchw|softmax|dropout', NULL),
-  (4, 'tensor-core math', 'tf32|hmma|wmma|tensorop|tensor[0-9]|gmma|nvjet|bf16|bfloat16|f16|half|[hsi](16816|1688|884|8816)|imma|dmma|e4m3|e5m2|fp8|int8',
+  (3, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|triton_(poi|red|per)_|multi_tensor_apply|layer_norm|batch_norm|group_norm|instance_norm|rms_?norm|\bbn_(fw|bw)_|batchnorm|gammabeta|nchwtonhwc|nhwctonchw|softmax|dropout|catarraybatchedcopy', NULL),
+  -- tensor-core instructions and MMA shapes; a format word alone (bf16, half, fp8) is not math:
+  -- PyTorch templates its indexing, pooling and embedding kernels on c10::BFloat16 too, and
+  -- matrix math whose name gives a half format but not its unit is classed in kernel_classes
+  (4, 'tensor-core math', 'tf32|hmma|wmma|tensorop|tensor[0-9]|gmma|nvjet|[hsi](16816|1688|884|8816)|imma|dmma',
       '_ffma_|f32f32_f32f32|sgemm|simt'),
-  (5, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
+  -- conv but not convert (cuDNN's convertTensor_kernel copies)
+  (5, 'fp32 math', 'sgemm|_ffma_|f32f32_f32f32|simt|gemm|conv([^e]|$)|fprop|dgrad|wgrad|matmul|cublas|cutlass', NULL),
   (6, 'elementwise/reduction', 'elementwise|reduce|norm|adam|sgd|foreach|multi_tensor', NULL);
 
 -- One row per distinct kernel name that does matrix math (GEMM, GEMV, convolution, attention),
@@ -121,12 +125,14 @@ WITH by_pattern AS (
   GROUP BY n.name),
 -- matrix math whose format and unit the name says (kernel_formats) is classed by them: fp64
 -- math on any unit, tensor-core math, or math on CUDA cores (fp32 FMA, also for fp16/bf16 data:
--- cuDNN's `engine_float<__nv_bfloat16>` computes in fp32); GEMVs are memory-bound whatever
--- their format, and unknown formats keep the name patterns' class
+-- cuDNN's `engine_float<__nv_bfloat16>` computes in fp32); matrix math in a half, fp8 or int8
+-- format on no named unit runs on tensor cores (every library does so since Volta); GEMVs are
+-- memory-bound whatever their format, and unknown formats keep the name patterns' class
 by_format AS (
   SELECT name, CASE WHEN format = 'fp64' THEN 'fp64 math'
                     WHEN path = 'tensor core' THEN 'tensor-core math'
-                    WHEN path = 'CUDA core' THEN 'fp32 math' END AS class
+                    WHEN path = 'CUDA core' THEN 'fp32 math'
+                    WHEN format IN ('bf16', 'fp16', 'fp8', 'int8') THEN 'tensor-core math' END AS class
   FROM kernel_formats WHERE op <> 'gemv')
 SELECT p.name, coalesce(f.class, p.class) AS class
 FROM by_pattern p LEFT JOIN by_format f USING (name);
