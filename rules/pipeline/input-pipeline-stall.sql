@@ -29,10 +29,11 @@ waiting AS (
     -- lock, not a batch (gil-contention)
     AND NOT (c.detail = 'pthread_cond_timedwait' AND c.pid IN (SELECT pid FROM lock_waits))
   GROUP BY c.pid, c.detail),
--- What ended the feeding thread's wait in each of those gaps: another thread of its process
--- coming out of a sleep that spanned most of the wait and ended in its last tenth. Then the
--- input comes at that sleep's pace (requests arriving, a timer, a rate limit), not because a
--- loader is slow: the feeder waits for a thread that itself waits.
+-- What ended the feeding thread's wait in each of those gaps: another thread (of its process or
+-- of another traced one: a client, a load generator) coming out of a sleep that spanned most of
+-- the wait and ended in its last tenth. Then the input comes at that sleep's pace (requests
+-- arriving, a timer, a rate limit), not because a loader is slow: the feeder waits for a thread
+-- that itself waits.
 wait_gaps AS (
   SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns FROM idle_gaps g
   WHERE g.in_steady_state AND g.cause = 'os-call' AND list_contains($wait_calls, g.detail)
@@ -42,18 +43,19 @@ feeder_waits AS (
   FROM wait_gaps g ASOF JOIN osrt_calls f ON f.pid = g.pid AND f.tid = g.tid AND f.name = g.detail AND f.start_ns <= g.end_ns
   WHERE f.end_ns > g.start_ns),
 woken AS (
-  SELECT w.pid, w.detail, s.tid AS sleeper_tid, s.name AS sleep_call,
-         coalesce(s.tid <> w.tid AND s.end_ns >= w.end_ns - (w.end_ns - w.start_ns) / 10
+  SELECT w.pid, w.detail, s.tid AS sleeper_tid, s.pid AS sleeper_pid, s.name AS sleep_call,
+         coalesce((s.pid, s.tid) <> (w.pid, w.tid) AND s.end_ns >= w.end_ns - (w.end_ns - w.start_ns) / 10
                   AND least(s.end_ns, w.end_ns) - greatest(s.start_ns, w.start_ns) >= (w.end_ns - w.start_ns) / 2, false)
            AS after_sleep
   FROM feeder_waits w
   ASOF LEFT JOIN (SELECT pid, tid, name, start_ns, end_ns FROM osrt_calls WHERE os_wait_kind(name) = 'sleep') s
-    ON s.pid = w.pid AND s.end_ns <= w.end_ns),
+    ON s.end_ns <= w.end_ns),
 pacing AS (
   SELECT pid, detail, sum(n) AS waits, sum(n) FILTER (WHERE after_sleep) AS after_sleep,
-         first(sleeper_tid ORDER BY n DESC, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
-         first(sleep_call ORDER BY n DESC, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
-  FROM (SELECT pid, detail, sleeper_tid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL)
+         first(sleeper_tid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
+         first(sleeper_pid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_pid,
+         first(sleep_call ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
+  FROM (SELECT pid, detail, sleeper_tid, sleeper_pid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL)
   GROUP BY pid, detail),
 -- in a process with no NVTX ranges: the untraced host-code gaps that end with a host-to-device
 -- copy, the next batch's upload (the host built the batch on the thread that feeds the GPU)
@@ -78,6 +80,7 @@ uploading AS (
   FROM uploads WHERE upload_gaps > 0 AND upload_idle_ns >= 0.8 * idle_ns),
 rows AS (
   SELECT r.*, coalesce(k.waits, 0) AS waits, coalesce(k.after_sleep, 0) AS paced_waits, k.sleeper_tid, k.sleep_call,
+         'thread ' || k.sleeper_tid || CASE WHEN k.sleeper_pid <> r.pid THEN ' of pid ' || k.sleeper_pid ELSE '' END AS sleeper,
          coalesce(k.after_sleep >= $min_paced_pct / 100.0 * k.waits, false) AS paced
   FROM (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading) r
   LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid AND k.detail = r.what),
@@ -120,7 +123,7 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances
        coalesce(d.helper_processes, 0) AS helper_processes,
        CASE WHEN sp.samples >= $min_samples THEN 'its CPU samples there: ' || sp.libraries
             ELSE 'no NVTX range or traced call says more' END AS building_text,
-       r.waits, r.paced_waits, r.paced, r.sleeper_tid, r.sleep_call,
+       r.waits, r.paced_waits, r.paced, r.sleeper_tid, r.sleeper, r.sleep_call,
        -- the trace cannot say whether the program sets that pace (a throttle) or its users do
        -- (requests arriving): no bound on what lifting it wins
        CASE WHEN NOT r.paced THEN r.idle_ns END AS recoverable_ns
