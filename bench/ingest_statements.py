@@ -53,10 +53,14 @@ def floor_copy(path: Path, work: Path) -> None:
 
 def time_statements(per_file: dict[str, float], per_statement: dict[str, list]) -> None:
     """From now on, the ingest's connections charge each of its statements' wall time to its SQL
-    file (per_file) and to the statement (per_statement: label -> [runs, seconds, CPU seconds])."""
+    file (per_file) and to the statement (per_statement: label -> [runs, seconds, CPU seconds]).
+    On a small export the statements run side by side (database._side_by_side): their times then
+    overlap, and the CPU seconds are the whole process's while each ran."""
     import duckdb
     from nsys_diagnose.ingest import database as D
+    from nsys_diagnose.ingest.sql_library import without_temp
     owner = {s: name for name, text in D._sql_files() for s in D._statements(text)}
+    owner |= {without_temp(s)[0]: name for s, name in owner.items()}  # as side by side runs them
 
     def label(sql: str) -> str:
         m = _VERB.match(sql)
@@ -65,6 +69,7 @@ def time_statements(per_file: dict[str, float], per_statement: dict[str, list]) 
     class Timed:  # a connection whose execute() charges ingest statements to their SQL file
         def __init__(self, con): self._con = con
         def __getattr__(self, name): return getattr(self._con, name)
+        def cursor(self): return Timed(self._con.cursor())  # side by side, each statement runs on one
 
         def execute(self, sql, *args):
             s, c = time.perf_counter(), _cpu()

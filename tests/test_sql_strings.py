@@ -13,8 +13,10 @@ from pathlib import Path
 from .conftest import ROOT
 
 # 27, plus the scanner's bounded path for a table with text past the cut (issue 36: ATTACH, the
-# SQLite query that finds such a value, the SQLite SELECT that cuts it, the view over it)
-CEILING = 31
+# SQLite query that finds such a value, the SQLite SELECT that cuts it, the view over it), plus
+# the side-by-side ingest's copy of its database in memory into the file and its drop of what it
+# made in place of TEMP objects (issue 31), less the progress bar's SET, now one constant
+CEILING = 32
 _SQL = re.compile(r"^\s*\(?\s*(SELECT|WITH|CREATE|INSERT|DROP|PRAGMA|SET|DESCRIBE|COPY|ATTACH|DETACH|UPDATE|DELETE|"
                   r"ALTER|BEGIN|COMMIT|ROLLBACK|CHECKPOINT|INSTALL|LOAD|EXPLAIN|SUMMARIZE|FROM)\b")
 

@@ -29,6 +29,7 @@ from nsys_diagnose.engine.model import Finding, Rule, RuleResult, as_subquery
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.ingest.database import is_corrupt, with_memory_retry
 from nsys_diagnose.ingest.environment import RULES_MEMORY_LIMIT, memory_limit, rule_timeout_s, thread_config
+from nsys_diagnose.ingest.schedule import stop
 from nsys_diagnose.units import render
 
 MAX_RULES_AT_ONCE = 4
@@ -125,7 +126,7 @@ def run_rules(con: duckdb.DuckDBPyConnection, rules: list[Rule], overrides: dict
                         if on_done:
                             on_done(ended, futures[future])
             except BaseException:  # Ctrl-C: stop the running rules too, not only the queued ones
-                _stop(list(futures), cursors)
+                stop(list(futures), cursors)
                 raise
         return [future.result() for future in futures]
     finally:
@@ -143,17 +144,6 @@ def _workers(con: duckdb.DuckDBPyConnection, rules: int) -> int:
     used_bytes = con.execute("SELECT sum(used_blocks * block_size) FROM pragma_database_size()").fetchone()
     threads = thread_config().get("threads", os.cpu_count() or 1)
     return max(1, min(threads, MAX_RULES_AT_ONCE, rules)) if (used_bytes and used_bytes[0] or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
-
-
-def _stop(futures: list[Future[RuleResult]], cursors: list[duckdb.DuckDBPyConnection]) -> None:
-    """Cancel the queued rules and interrupt the running ones until every one has ended: an
-    interrupt sent between two queries of a rule is lost, so it is sent again."""
-    for future in futures:
-        future.cancel()
-    while not all(future.done() for future in futures):
-        for cursor in cursors:
-            cursor.interrupt()
-        wait(futures, timeout=0.05)
 
 
 # what an allocation refused under the ceiling says from inside DuckDB's Python conversion

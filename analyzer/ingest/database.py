@@ -24,7 +24,7 @@ from typing import Callable, TypeVar
 import duckdb
 from nsys_diagnose.errors import InputError, NoSpaceError, is_no_space
 from nsys_diagnose.files import NotRegularFile, kind, open_regular
-from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schema, sql_library
+from nsys_diagnose.ingest import cache_files, identity, nsysrep, progress, schedule, schema, sql_library
 from nsys_diagnose.ingest import settings as analysis_settings
 from nsys_diagnose.ingest.cache_key import CACHE_FORMAT, content
 from nsys_diagnose.ingest.environment import (
@@ -34,7 +34,7 @@ from nsys_diagnose.ingest.environment import (
     size_bytes,
     thread_config,
 )
-from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader
+from nsys_diagnose.ingest.reader import discover, ingest_config, make_reader, sql_string
 from nsys_diagnose.ingest.settings import SettingValues
 from nsys_diagnose.text import printable
 
@@ -47,7 +47,9 @@ JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")  # a rollback journal's header
 # than failing.
 STATEMENT_RETRY_FACTOR = 2
 RETRY_MEMORY_LIMIT = "4GB"
-SMALL_EXPORT_BYTES = 64 << 20  # a smaller export's ingest runs as one transaction, in one thread (_build)
+SMALL_EXPORT_BYTES = 64 << 20  # a smaller export's ingest runs in one thread a statement (_build)
+MAX_STATEMENTS_AT_ONCE = 4  # on a small export, statements that do not depend on each other run side by side
+NO_PROGRESS_BAR = "SET enable_progress_bar = false"  # DuckDB draws it on stdout, into a piped report
 MAX_LABELS = 10_000  # distinct names (kernels, API and OS calls) the `label` ENUM may hold (_label_type)
 T = TypeVar("T")
 # what a statement makes (after the comment lines that document it)
@@ -234,9 +236,14 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
     if missing:
         raise InputError(path, f"table {missing[0]} lacks its column {missing[1]}, which every nsys export has")
     small = path.stat().st_size < SMALL_EXPORT_BYTES
+    workers = _workers(small)
+    # Side by side (_side_by_side), each statement commits on its own: in a database in memory,
+    # where that costs nothing, copied into `out` at the end. In the file, each commit writes and
+    # syncs the WAL, intermediates included: launch_bound's cold run took 0.6 s longer.
+    target = ":memory:" if workers > 1 else str(out)
     # Bounded memory: DuckDB spills joins and sorts beside the cache file instead of growing
     # with the trace (a 1e7-kernel export stays under 1 GB of RSS). Set in the config, not in SQL.
-    con = duckdb.connect(str(out), config=ingest_config(out.parent) | thread_config(small) | {
+    con = duckdb.connect(target, config=ingest_config(out.parent) | thread_config(small) | {
         "memory_limit": memory_limit,
         "temp_directory": str(out) + ".spill",
         "preserve_insertion_order": False,  # ingest in parallel (ingest.md 4.2)
@@ -248,8 +255,8 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         # operations from a second into a minute. The sort-merge plan is always linear.
         "asof_loop_join_threshold": 0})
     try:
-        con.execute("SET enable_progress_bar = false")  # DuckDB draws it on stdout, into a piped report
-        reader = make_reader(reader_kind, con, path, out.parent)
+        con.execute(NO_PROGRESS_BAR)
+        reader = make_reader(reader_kind, con, path, out.parent, temp=workers == 1)
         for table, columns in schema.SOURCES.items():
             present = tables.get(table)
             progress.stage(f"reading {table}")
@@ -258,36 +265,41 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         _check_strings(con, path)
         # On a small export each statement's own commit costs more than its work (up to a tenth of
         # the run); on a big one a single transaction would hold every dropped intermediate until
-        # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT_BYTES.
-        one_transaction = small
+        # the end (a 1e7-kernel ingest then needs 4 GB). So one transaction only below SMALL_EXPORT_BYTES,
+        # unless its statements run side by side, each on a cursor of its own (_side_by_side).
+        one_transaction = small and workers == 1
         if one_transaction:
             con.begin()
         statements = _statements_of(modules, settings)
-        # a failed statement aborts a transaction, so only statements committed one by one are redone
-        retry_limit = None if one_transaction or last_try else _scaled(memory_limit, STATEMENT_RETRY_FACTOR)
+        # a failed statement aborts a transaction, so only statements committed one by one are
+        # redone; side by side, the raised cap would be every running statement's
+        retry_limit = None if small or last_try else _scaled(memory_limit, STATEMENT_RETRY_FACTOR)
+        done: list = [None, None]  # the rows and name of the last table built, for the progress line
 
-        def run(sql: str, params: dict | None = None) -> duckdb.DuckDBPyConnection:
-            return _execute_retrying(con, sql, params, memory_limit, retry_limit)
-
-        done = None
-        for i, (name, stmt, changed) in enumerate(statements, 1):
+        def step(cur: duckdb.DuckDBPyConnection, i: int, name: str, stmt: str | None, changed: dict | None) -> None:
             if stmt is None:  # the settings this run changes
-                _set_values(con, changed)
-                continue
+                _set_values(cur, changed or {})
+                return
             built = _BUILDS.match(stmt)
             if built:
-                progress.stage(f"ingest {name}: {built[1]} ({i}/{len(statements)})", *done or (None, None))
+                progress.stage(f"ingest {name}: {built[1]} ({i}/{len(statements)})", *done)
             each = _EACH.search(stmt)
             if each:
-                values = [r[0] for r in con.execute(each[2]).fetchall()]
+                values = [r[0] for r in cur.execute(each[2]).fetchall()]
                 for n, value in enumerate(values, 1):
                     progress.stage(f"ingest {name}: {each[1]} {n}/{len(values)} ({i}/{len(statements)})")
-                    run(stmt, {each[1]: value})
-                continue
-            result = run(_label_type(con, stmt))
+                    _execute_retrying(cur, stmt, {each[1]: value}, memory_limit, retry_limit)
+                return
+            result = _execute_retrying(cur, _label_type(cur, stmt), None, memory_limit, retry_limit)
             if built:
                 row = result.fetchone()  # CREATE TABLE ... AS answers with its row count
-                done = (row[0] if row and isinstance(row[0], int) else None, built[1])
+                done[:] = (row[0] if row and isinstance(row[0], int) else None, built[1])
+
+        if workers > 1:
+            _side_by_side(con, statements, workers, step, [(reader.kind, f"src_{a}") for a in ALIASES.values()])
+        else:
+            for i, (name, stmt, changed) in enumerate(statements, 1):
+                step(con, i, name, stmt, changed)
         present = sorted(t for t in tables if t in schema.SOURCES or t.startswith("CUPTI_"))
         # each table in one statement, its values in one JSON text parameter: executemany costs
         # ~45 ms on every ingest, list parameters ~10 ms (and the export's table names may hold anything)
@@ -303,10 +315,13 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
         con.execute("CREATE TABLE export_format AS SELECT ?::VARCHAR AS export_meta_table, "
                     "?::VARCHAR AS schema_flavour, ?::VARCHAR[] AS features",
                     [fmt["export_meta_table"], fmt["schema_flavour"], fmt["features"]])
-        progress.stage("writing the cache", *done or (None, None))
+        progress.stage("writing the cache", *done)
         if one_transaction:
             con.commit()
-        con.checkpoint()
+        if workers > 1:  # (the detach checkpoints it)
+            con.execute(f"ATTACH {sql_string(str(out))} AS cache; COPY FROM DATABASE memory TO cache; DETACH cache")
+        else:
+            con.checkpoint()
         return reader.name, present
     except (duckdb.Error, OSError) as e:
         if is_no_space(e):  # the folder written to is full, not the export bad
@@ -324,6 +339,45 @@ def _build(path: Path, out: Path, reader_kind: str, memory_limit: str, last_try:
             reader.close()
         con.close()
         shutil.rmtree(str(out) + ".spill", ignore_errors=True)
+
+
+def _workers(small: bool) -> int:
+    """How many ingest statements run at once: on a small export, where a statement is mostly
+    DuckDB planning it on one core, as many as the cores or the threads NSYS_DIAGNOSE_THREADS
+    gives, at most MAX_STATEMENTS_AT_ONCE (as the rules do, engine/runner.py); one on a big one,
+    where each statement already uses every core."""
+    threads = thread_config().get("threads", os.cpu_count() or 1)
+    return max(1, min(threads, MAX_STATEMENTS_AT_ONCE)) if small else 1
+
+
+def _side_by_side(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str | None, dict | None]],
+                  workers: int, step: Callable[..., None], relations: list[tuple[str, str]]) -> None:
+    """step(cursor, i, module, SQL, changed) for each statement, on `workers` cursors, each as soon
+    as the statements it depends on have ended (sql_library.dependencies). A cursor is a
+    connection of its own, which sees no other's temporary objects: what the library makes TEMP
+    is made in the database instead, and dropped at the end with the reader's `relations`
+    (kind, name), so that the cache holds what the sequential ingest leaves."""
+    made = list(relations)
+    steps, accesses = [], []
+    for i, (name, stmt, changed) in enumerate(statements, 1):
+        if stmt is None:  # _set_values writes over rows of `settings`
+            accesses.append(sql_library.Access("settings", {"settings"}))
+        else:
+            stmt, temp = sql_library.without_temp(stmt)
+            made += [temp] if temp else []
+            each = _EACH.search(stmt)
+            accesses.append(sql_library.access(stmt, each[2] if each else ""))
+        steps.append((i, name, stmt, changed))
+    cursors = [con.cursor() for _ in range(workers)]
+    try:
+        for cur in cursors:
+            cur.execute(NO_PROGRESS_BAR)  # a setting of each connection
+        schedule.run(steps, sql_library.dependencies(accesses), cursors, lambda cur, s: step(cur, *s))
+    finally:
+        for cur in cursors:
+            cur.close()
+    for what, name in made:
+        con.execute(f"DROP {what} IF EXISTS {name}")
 
 
 def _scaled(limit: str, factor: float) -> str:
@@ -385,7 +439,7 @@ def _open_readonly(db: Path) -> duckdb.DuckDBPyConnection:
                                                             "memory_limit": memory_limit(RULES_MEMORY_LIMIT),
                                                             "asof_loop_join_threshold": 0}
                           | thread_config(db.stat().st_size < SMALL_EXPORT_BYTES))
-    con.execute("SET enable_progress_bar = false")  # see build()
+    con.execute(NO_PROGRESS_BAR)
     return con
 
 

@@ -170,9 +170,12 @@ EXPORT_DB = "nsys_export"  # the scanner's name for the export, attached for sql
 
 class ScannerReader:
     name = "scanner"
+    kind = "VIEW"  # what its src_* relations are
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, extension: str, record: Path | None = None):
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, extension: str, record: Path | None = None,
+                 temp: bool = True):
         con.execute(f"LOAD {sql_string(extension)}")
+        self.temp = "TEMP " if temp else ""  # see make_reader
         _remember_verified(extension, record)
         self.con, self.path = con, path
         self.attached = False  # the export, attached read-only on the first table with long text
@@ -185,7 +188,7 @@ class ScannerReader:
         cols = _select_list(columns, present,
                             lambda c, t: SCANNER_CUT.format(c=c) if t == "VARCHAR" else f"TRY_CAST({c} AS {t})")
         if table is None:
-            self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} WHERE false")
+            self.con.execute(f"CREATE {self.temp}VIEW src_{alias} AS SELECT {cols} WHERE false")
             return
         filt = f" WHERE {where}" if where else ""
         text = [c for c in columns if c in present and columns[c] == "VARCHAR"]
@@ -193,7 +196,7 @@ class ScannerReader:
             self._text_relation(alias, table, columns, present, filt)
             return
         self.con.execute(
-            f"CREATE TEMP VIEW src_{alias} AS SELECT {cols} FROM sqlite_scan({sql_string(str(self.path))}, "
+            f"CREATE {self.temp}VIEW src_{alias} AS SELECT {cols} FROM sqlite_scan({sql_string(str(self.path))}, "
             f"{sql_string(table)}){filt}")
 
     def _long_text(self, table: str, text: list[str]) -> bool:
@@ -231,15 +234,17 @@ class ScannerReader:
                           else quote(c) if c in present else f"CAST(NULL AS {t}) AS {quote(c)}"
                           for c, t in columns.items())
         query = sql_string(f"SELECT {inner} FROM {quote(table)}")
-        self.con.execute(f"CREATE TEMP VIEW src_{alias} AS SELECT {outer} FROM (SELECT {middle} FROM "
+        self.con.execute(f"CREATE {self.temp}VIEW src_{alias} AS SELECT {outer} FROM (SELECT {middle} FROM "
                          f"sqlite_query({sql_string(EXPORT_DB)}, {query}){filt}) AS t")
 
 
 class Sqlite3Reader:
     name = "sqlite3"
+    kind = "TABLE"
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, temp: bool = True):
         self.con, self.path = con, path
+        self.temp = "TEMP " if temp else ""  # see make_reader
         self.src = open_sqlite(path)
         self.failure: sqlite3.Error | None = None  # what SQLite said, under DuckDB's wrapping
 
@@ -256,7 +261,7 @@ class Sqlite3Reader:
         marked = [MARKED.format(c=quote(c), n=MAX_TEXT_CHARS) for c, t in columns.items() if t == "VARCHAR"]
         replace = f" REPLACE ({', '.join(marked)})" if marked else ""
         try:
-            self.con.execute(f"CREATE TEMP TABLE src_{alias} AS SELECT *{replace} FROM _arrow_{alias}")
+            self.con.execute(f"CREATE {self.temp}TABLE src_{alias} AS SELECT *{replace} FROM _arrow_{alias}")
         except duckdb.Error:
             if self.failure is not None:  # e.g. a corrupt page: say so, not DuckDB's Arrow wrapper
                 raise InputError(self.path, f"could not be read: table {table}: {self.failure}") from None
@@ -296,10 +301,13 @@ def wal_mode(path: Path) -> bool:
     return len(head) == 20 and 2 in (head[18], head[19])
 
 
-def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path, record: Path | None = None):
+def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path, record: Path | None = None,
+                temp: bool = True):
     """`auto` takes the scanner when its wheel is installed and loads, else sqlite3; a WAL-mode
     database always goes to sqlite3, which opens it immutable and writes nothing. `record` is
-    the folder where the scanner's verified signature is remembered (ingest_config)."""
+    the folder where the scanner's verified signature is remembered (ingest_config). The src_*
+    relations are temporary, `con`'s own, unless `temp` is false: then they are in the database,
+    for every cursor of it, and whoever asked drops them."""
     if kind in ("auto", "scanner") and wal_mode(path):
         if kind == "scanner":
             raise InputError(path, "is in WAL mode: reader 'scanner' would create -wal and -shm files beside it; "
@@ -309,10 +317,10 @@ def make_reader(kind: str, con: duckdb.DuckDBPyConnection, path: Path, record: P
         ext = scanner_extension_path()
         if ext:
             try:
-                return ScannerReader(con, path, ext, record)
+                return ScannerReader(con, path, ext, record, temp)
             except duckdb.Error:
                 if kind == "scanner":
                     raise
         elif kind == "scanner":
             raise InputError(path, "reader 'scanner' needs the duckdb-extension-sqlite-scanner wheel")
-    return Sqlite3Reader(con, path)
+    return Sqlite3Reader(con, path, temp)

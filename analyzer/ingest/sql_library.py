@@ -144,8 +144,12 @@ def module(file: str, text: str) -> Module:
 
 def _words(code: str) -> set[str]:
     """Every name the code mentions, beside its CTEs', its declared columns' and strings."""
-    return (set(re.findall(r"\w+", re.sub(r"'(?:[^']|'')*'", "''", code)))
-            - set(_CTE.findall(code)) - set(_DECLARED.findall(code)))
+    return _mentions(code) - set(_CTE.findall(code)) - set(_DECLARED.findall(code))
+
+
+def _mentions(code: str) -> set[str]:
+    """Every word of the code outside its strings."""
+    return set(re.findall(r"\w+", re.sub(r"'(?:[^']|'')*'", "''", code)))
 
 
 def _closure(names: Iterable[str], mods: dict[str, Module]) -> set[str]:
@@ -200,6 +204,71 @@ def plan(names: Iterable[str] | None) -> list[str]:
         return [m.name for m in order()]
     maker = {e.name: e.module for e in public().values()}
     return [m.name for m in order({maker[n] for n in names if n in maker})]
+
+
+# what a statement changes: the table, view, macro or type it creates, fills, empties or drops
+_WRITES = re.compile(r"^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?P<kind>TABLE|VIEW|MACRO|TYPE)"
+                     r"|INSERT\s+INTO|DELETE\s+FROM|UPDATE|DROP\s+(?:TABLE|VIEW|MACRO|TYPE))\s+"
+                     r"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?(?P<name>\w+)", re.I)
+_TEMP = re.compile(r"^(\s*CREATE\s+(?:OR\s+REPLACE\s+)?)(?:TEMP|TEMPORARY)\s+", re.I | re.M)
+
+
+@dataclass
+class Access:
+    """The names one ingest step writes and reads, for running steps side by side
+    (dependencies(); ingest/schedule.py)."""
+
+    writes: str | None  # the one name it changes, None for a query
+    reads: set[str]     # every name it mentions, `writes` included
+    defines: bool = False  # a view or macro: whoever mentions it reads what it reads
+
+
+def access(sql: str, also: str = "") -> Access:
+    """What a library statement writes and reads; `also`: SQL that runs with it (its @each query)."""
+    code = _code(sql)
+    m = _WRITES.match(code)
+    # every word, a CTE's and a column's too: a name too many only costs a wait, while a CTE that
+    # reads the table it is named after (WITH t AS (SELECT ... FROM t)) still reads it; in lower
+    # case, as DuckDB matches names
+    return Access(m["name"].lower() if m else None, {w.lower() for w in _mentions(code) | _mentions(also)},
+                  bool(m and (m["kind"] or "").upper() in ("VIEW", "MACRO")))
+
+
+def dependencies(steps: list[Access]) -> list[set[int]]:
+    """For each step, the earlier steps it must wait for: the last writer of every name it
+    reads, and when it writes a name, every step that read it since (a DROP or INSERT must not
+    pull a table from under a reader). A view's or macro's reads count wherever it is mentioned
+    (DROP TABLE t waits for a query through a view over t)."""
+    last: dict[str, int] = {}
+    readers: dict[str, list[int]] = {}
+    through: dict[str, set[str]] = {}
+    out = []
+    for i, step in enumerate(steps):
+        reads = step.reads.union(*(through.get(n, ()) for n in step.reads))
+        after = {last[n] for n in reads if n in last}
+        if step.writes:
+            after.update(readers.get(step.writes, ()))
+        out.append(after)
+        for n in reads:
+            readers.setdefault(n, []).append(i)
+        if step.writes:
+            last[step.writes], readers[step.writes] = i, []
+            through.pop(step.writes, None)
+            if step.defines:
+                through[step.writes] = reads - {step.writes}
+    return out
+
+
+def without_temp(sql: str) -> tuple[str, tuple[str, str] | None]:
+    """The statement with TEMP taken out of its CREATE, and (kind, name) of what it then makes in
+    the database instead (None when it made nothing temporary): temporary objects are the
+    connection's own, and side by side each statement runs on a cursor of its own."""
+    code = _code(sql)
+    if not _TEMP.match(code):
+        return sql, None
+    m = _CREATE.match(code)
+    assert m is not None
+    return _TEMP.sub(r"\1", sql, count=1), (m["kind"].upper(), m["name"])
 
 
 def mentioned(texts: Iterable[str]) -> set[str]:
