@@ -104,8 +104,11 @@ done AS (
          -- them changes nothing
          coalesce(sum(m.launch_end_ns - m.launch_start_ns) FILTER (WHERE m.host_memory IS DISTINCT FROM 'pinned'), 0)
            AS pageable_h2d_ns,
-         (SELECT count(*) FROM processes p WHERE p.pid <> ss.pid
-            AND p.pid NOT IN (SELECT DISTINCT pid FROM gpu_activity WHERE pid IS NOT NULL)) AS helper_processes
+         -- a loader worker makes no CUDA call, so it is in no table of its own: PyTorch names its
+         -- threads pt_data_worker, which the export's thread names keep
+         (SELECT count(*) FROM (SELECT pid FROM processes UNION SELECT pid FROM threads WHERE name = 'pt_data_worker') p
+          WHERE p.pid <> ss.pid AND p.pid NOT IN (SELECT DISTINCT pid FROM gpu_activity WHERE pid IS NOT NULL))
+           AS helper_processes
   FROM ss LEFT JOIN memcpys m ON m.pid = ss.pid AND m.kind = 'Host-to-Device'
        AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
   GROUP BY ss.pid)
