@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
-import os
 import re
 import threading
 import time
@@ -28,7 +27,7 @@ from nsys_diagnose.engine import bounds, claims, headlines
 from nsys_diagnose.engine.model import Finding, Rule, RuleResult, as_subquery
 from nsys_diagnose.engine.params import convert, parse_overrides  # noqa: F401 (their home was here)
 from nsys_diagnose.ingest.database import is_corrupt, with_memory_retry
-from nsys_diagnose.ingest.environment import RULES_MEMORY_LIMIT, memory_limit, rule_timeout_s, thread_config
+from nsys_diagnose.ingest.environment import RULES_MEMORY_LIMIT, at_once, memory_limit, rule_timeout_s
 from nsys_diagnose.ingest.schedule import stop
 from nsys_diagnose.units import render
 
@@ -142,8 +141,7 @@ def _workers(con: duckdb.DuckDBPyConnection, rules: int) -> int:
     each rule already uses every core and two at once hold two working sets (at 1e7 kernels,
     120 MB more RSS for 7 % less time)."""
     used_bytes = con.execute("SELECT sum(used_blocks * block_size) FROM pragma_database_size()").fetchone()
-    threads = thread_config().get("threads", os.cpu_count() or 1)
-    return max(1, min(threads, MAX_RULES_AT_ONCE, rules)) if (used_bytes and used_bytes[0] or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
+    return min(at_once(MAX_RULES_AT_ONCE), max(rules, 1)) if (used_bytes and used_bytes[0] or 0) < SIDE_BY_SIDE_MAX_BYTES else 1
 
 
 # what an allocation refused under the ceiling says from inside DuckDB's Python conversion

@@ -29,6 +29,7 @@ from nsys_diagnose.ingest import settings as analysis_settings
 from nsys_diagnose.ingest.cache_key import CACHE_FORMAT, content
 from nsys_diagnose.ingest.environment import (
     RULES_MEMORY_LIMIT,
+    at_once,
     default_cache_dir,
     memory_limit,
     size_bytes,
@@ -346,8 +347,7 @@ def _workers(small: bool) -> int:
     DuckDB planning it on one core, as many as the cores or the threads NSYS_DIAGNOSE_THREADS
     gives, at most MAX_STATEMENTS_AT_ONCE (as the rules do, engine/runner.py); one on a big one,
     where each statement already uses every core."""
-    threads = thread_config().get("threads", os.cpu_count() or 1)
-    return max(1, min(threads, MAX_STATEMENTS_AT_ONCE)) if small else 1
+    return at_once(MAX_STATEMENTS_AT_ONCE) if small else 1
 
 
 def _side_by_side(con: duckdb.DuckDBPyConnection, statements: list[tuple[str, str | None, dict | None]],
