@@ -20,24 +20,22 @@ loading AS (
   FROM matching m JOIN ss USING (pid) LEFT JOIN matching parent ON parent.range_id = m.parent_id
   WHERE m.loads AND NOT coalesce(parent.loads, false) AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
   GROUP BY m.pid, m.name),
-waiting AS (
-  SELECT c.pid, 'os wait' AS source, c.detail AS what, sum(c.gaps) AS instances, sum(c.idle_ns) AS wall_ns,
-         0 AS busy_ns, sum(c.idle_ns) AS idle_ns
-  FROM idle_gap_causes c
-  WHERE c.cause = 'os-call' AND list_contains($wait_calls, c.detail)
+-- the steady-state idle gaps during which the thread that feeds the GPU sat in an OS wait call
+wait_gaps AS (
+  SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns, g.duration_ns FROM idle_gaps g
+  WHERE g.in_steady_state AND g.cause = 'os-call' AND list_contains($wait_calls, g.detail)
     -- in a process whose threads contend for a lock (the GIL), a timed condition wait is that
     -- lock, not a batch (gil-contention)
-    AND NOT (c.detail = 'pthread_cond_timedwait' AND c.pid IN (SELECT pid FROM lock_waits))
-  GROUP BY c.pid, c.detail),
+    AND NOT (g.detail = 'pthread_cond_timedwait' AND g.pid IN (SELECT pid FROM lock_waits))),
+waiting AS (
+  SELECT pid, 'os wait' AS source, detail AS what, count(*) AS instances, sum(duration_ns) AS wall_ns,
+         0 AS busy_ns, sum(duration_ns) AS idle_ns
+  FROM wait_gaps GROUP BY pid, detail),
 -- What ended the feeding thread's wait in each of those gaps: another thread (of its process or
 -- of another traced one: a client, a load generator) coming out of a sleep that spanned most of
 -- the wait and ended in its last tenth. Then the input comes at that sleep's pace (requests
 -- arriving, a timer, a rate limit), not because a loader is slow: the feeder waits for a thread
 -- that itself waits.
-wait_gaps AS (
-  SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns FROM idle_gaps g
-  WHERE g.in_steady_state AND g.cause = 'os-call' AND list_contains($wait_calls, g.detail)
-    AND NOT (g.detail = 'pthread_cond_timedwait' AND g.pid IN (SELECT pid FROM lock_waits))),
 feeder_waits AS (
   SELECT DISTINCT g.pid, g.tid, g.detail, f.start_ns, f.end_ns
   FROM wait_gaps g ASOF JOIN osrt_calls f ON f.pid = g.pid AND f.tid = g.tid AND f.name = g.detail AND f.start_ns <= g.end_ns
