@@ -23,6 +23,8 @@ per_process AS (
          any_value(g.median_ns) FILTER (WHERE g.is_elementwise) AS ew_median_ns,
          coalesce(sum(g.copy_ns), 0) AS copy_ns
   FROM grouped g JOIN steady_state s USING (pid) WHERE g.whole_kind = 1 GROUP BY g.pid, g.device_id),
+-- the layout copies' share of the elementwise time, %
+shares AS (SELECT *, 100.0 * copy_ns / nullif(ew_ns, 0) AS copy_share FROM per_process),
 per_kernel AS (
   SELECT pid, device_id, name, short_name, instances, total_ns, median_ns,
          count(*) OVER (PARTITION BY pid, device_id) AS ew_kernels
@@ -55,12 +57,12 @@ SELECT l.pid, l.device_id, l.name,
        CASE WHEN r.top_range IS NOT NULL
             THEN '; ' || printf('%.0f %%', 100.0 * r.top_range_ns / nullif(p.ew_ns, 0))
                  || ' of it is launched from NVTX range "' || r.top_range || '"' ELSE '' END AS where_text,
-       p.copy_ns, round(100.0 * p.copy_ns / nullif(p.ew_ns, 0), 2) AS copy_pct,
-       CASE WHEN 100.0 * p.copy_ns / nullif(p.ew_ns, 0) >= $min_copy_pct
-            THEN '; layout copies (.contiguous(), .clone(), torch.cat) take ' || printf('%.0f %%', 100.0 * p.copy_ns / p.ew_ns)
+       p.copy_ns, round(p.copy_share, 2) AS copy_pct,
+       CASE WHEN p.copy_share >= $min_copy_pct
+            THEN '; layout copies (.contiguous(), .clone(), torch.cat) take ' || printf('%.0f %%', p.copy_share)
                  || ' of it, moving data with no math' ELSE '' END AS copy_text,
-       CASE WHEN 100.0 * p.copy_ns / nullif(p.ew_ns, 0) >= $min_copy_pct THEN 'layout copies and elementwise kernels'
+       CASE WHEN p.copy_share >= $min_copy_pct THEN 'layout copies and elementwise kernels'
             ELSE 'unfused elementwise kernels' END AS cause_text
-FROM labelled l JOIN per_process p USING (pid, device_id) LEFT JOIN steady_busy b USING (pid, device_id)
+FROM labelled l JOIN shares p USING (pid, device_id) LEFT JOIN steady_busy b USING (pid, device_id)
 LEFT JOIN top_range r USING (pid, device_id)
 ORDER BY p.ew_ns DESC, l.pid, l.device_id, l.rank
