@@ -47,6 +47,8 @@ CAUSE_RULES = {
     "paced-input": {"input-pipeline-stall"},
     # copy kernels (.contiguous(), clone, cat) a quarter of a busy GPU's time
     "copies": {"fusion-candidates"},
+    # round eleven: the thread that feeds the GPU waits for a child process it started every step
+    "child-process": {"idle-gap-causes", "nvtx-ranges", "gpu-idle-gaps"},
 }
 
 

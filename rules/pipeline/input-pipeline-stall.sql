@@ -48,13 +48,21 @@ woken AS (
   FROM feeder_waits w
   ASOF LEFT JOIN (SELECT pid, tid, name, start_ns, end_ns FROM osrt_calls WHERE os_wait_kind(name) = 'sleep') s
     ON s.end_ns <= w.end_ns),
+-- A process's waits are paced as a whole: the calls of one input channel (epoll_wait for a
+-- request, then recv for the rest of it) follow one pace.
+woken_counts AS (SELECT pid, detail, sleeper_tid, sleeper_pid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL),
 pacing AS (
-  SELECT pid, detail, sum(n) AS waits, sum(n) FILTER (WHERE after_sleep) AS after_sleep,
-         first(sleeper_tid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
-         first(sleeper_pid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_pid,
-         first(sleep_call ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
-  FROM (SELECT pid, detail, sleeper_tid, sleeper_pid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL)
-  GROUP BY pid, detail),
+  SELECT c.pid, c.detail, any_value(p.waits) AS waits, any_value(p.after_sleep) AS after_sleep,
+         any_value(p.paced) AS paced, any_value(p.sleeper_tid) AS sleeper_tid, any_value(p.sleeper_pid) AS sleeper_pid,
+         any_value(p.sleep_call) AS sleep_call
+  FROM woken_counts c JOIN (
+    SELECT pid, sum(n) AS waits, coalesce(sum(n) FILTER (WHERE after_sleep), 0) AS after_sleep,
+           coalesce(sum(n) FILTER (WHERE after_sleep), 0) >= $min_paced_pct / 100.0 * sum(n) AS paced,
+           first(sleeper_tid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
+           first(sleeper_pid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_pid,
+           first(sleep_call ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
+    FROM woken_counts GROUP BY pid) p USING (pid)
+  GROUP BY c.pid, c.detail),
 -- in a process with no NVTX ranges: the untraced host-code gaps that end with a host-to-device
 -- copy, the next batch's upload (the host built the batch on the thread that feeds the GPU)
 uploads AS (
@@ -79,7 +87,7 @@ uploading AS (
 rows AS (
   SELECT r.*, coalesce(k.waits, 0) AS waits, coalesce(k.after_sleep, 0) AS paced_waits, k.sleeper_tid, k.sleep_call,
          'thread ' || k.sleeper_tid || CASE WHEN k.sleeper_pid <> r.pid THEN ' of pid ' || k.sleeper_pid ELSE '' END AS sleeper,
-         coalesce(k.after_sleep >= $min_paced_pct / 100.0 * k.waits, false) AS paced
+         coalesce(k.paced, false) AS paced
   FROM (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading) r
   LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid AND k.detail = r.what),
 -- what the CPU samples of the process's untraced gaps (gap_samples) say the host built the batch
@@ -124,10 +132,14 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances
        coalesce(d.helper_processes, 0) AS helper_processes,
        CASE WHEN sp.samples >= $min_samples THEN 'its CPU samples there: ' || sp.libraries
             ELSE 'no NVTX range or traced call says more' END AS building_text,
-       r.waits, r.paced_waits, r.paced, r.sleeper_tid, r.sleeper, r.sleep_call,
-       -- the trace cannot say whether the program sets that pace (a throttle) or its users do
-       -- (requests arriving): no bound on what lifting it wins
-       CASE WHEN NOT r.paced THEN r.idle_ns END AS recoverable_ns
+       r.waits, r.paced_waits, r.paced, r.sleeper_tid, r.sleeper, r.sleep_call, n.from_network,
+       -- the trace cannot say whether the program sets that pace (a throttle) or its users or a
+       -- remote store do (requests arriving): no bound on what lifting it wins
+       CASE WHEN NOT r.paced AND NOT n.from_network THEN r.idle_ns END AS recoverable_ns
 FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
 LEFT JOIN done d USING (pid) LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
+-- a feeder blocked on sockets that no traced sleep paces and no helper process feeds: its input
+-- comes from outside the trace
+CROSS JOIN LATERAL (SELECT r.source = 'os wait' AND NOT r.paced AND list_contains($network_calls, r.what)
+                           AND coalesce(d.helper_processes, 0) = 0 AS from_network) n
 ORDER BY r.idle_ns DESC, r.pid, r.what

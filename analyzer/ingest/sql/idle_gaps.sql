@@ -353,10 +353,13 @@ FROM idle_gaps g JOIN steady_state ss ON ss.pid = g.pid
 WHERE g.in_steady_state
 GROUP BY g.device_id, g.pid, g.cause, g.detail;
 
--- What an OS call waits on, by its name: 'sleep' (a deliberate pause), 'file I/O', or 'wait'
--- (on another thread, a process or a device: locks, queues, polls).
+-- What an OS call waits on, by its name: 'sleep' (a deliberate pause), 'file I/O', 'child
+-- process' (reaping a child the thread started: subprocess.run and os.system end so, after
+-- reading the child's output), or 'wait' (on another thread, a process or a device: locks,
+-- queues, polls).
 CREATE MACRO os_wait_kind(name) AS
   CASE WHEN regexp_matches(name, '^(clock_)?nanosleep$|^u?sleep$') THEN 'sleep'
+       WHEN regexp_matches(name, '^(waitpid|wait[34]?|waitid|system|pclose)$') THEN 'child process'
        WHEN regexp_matches(name, '^(p?writev?(64)?|fwrite|f?sync|fdatasync|fflush|f?close|f?open(at)?(64)?|'
                                  || 'p?readv?(64)?|fread|msync|sync_file_range|f?truncate(64)?)$') THEN 'file I/O'
        ELSE 'wait' END;
@@ -375,6 +378,7 @@ CREATE MACRO gap_cause_text(cause, detail) AS
     WHEN 'copy' THEN 'inside the copy call ' || detail
     WHEN 'os-call' THEN CASE os_wait_kind(detail) WHEN 'sleep' THEN 'sleeping in ' || detail
                              WHEN 'file I/O' THEN 'in the file I/O call ' || detail
+                             WHEN 'child process' THEN 'waiting for a child process to end (' || detail || ')'
                              ELSE 'in the OS call ' || detail || ' (waiting on another thread, a process or I/O)' END
     WHEN 'allocation' THEN 'allocating or freeing memory (' || detail || ')'
     WHEN 'module-loading' THEN 'loading modules or creating a context (' || detail || ')'
