@@ -49,6 +49,10 @@ CAUSE_RULES = {
     "copies": {"fusion-candidates"},
     # round eleven: the thread that feeds the GPU waits for a child process it started every step
     "child-process": {"idle-gap-causes", "nvtx-ranges", "gpu-idle-gaps"},
+    # the thread that feeds the GPU waits on sockets for input from outside the trace
+    "network-input": {"input-pipeline-stall"},
+    # processes time-slicing one GPU
+    "shared-gpu": {"shared-gpu"},
 }
 
 

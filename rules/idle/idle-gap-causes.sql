@@ -18,6 +18,13 @@ by_range AS (
   LEFT JOIN off_gpu o ON o.device_id = g.device_id AND o.pid = g.pid AND o.end_ns = g.start_ns
   LEFT JOIN onto_gpu b ON b.device_id = g.device_id AND b.pid = g.pid AND b.start_ns = g.end_ns
   WHERE g.in_steady_state GROUP BY ALL),
+-- the OS-call gaps in which the thread reaps a child process (waitpid after reading its output:
+-- subprocess.run), whatever call held most of the gap
+reaped AS (
+  SELECT g.device_id, g.pid, g.detail, sum(g.duration_ns) AS ns
+  FROM idle_gaps g
+  WHERE g.in_steady_state AND g.cause = 'os-call' AND reaps_child(g.pid, g.tid, g.start_ns, g.end_ns)
+  GROUP BY ALL),
 places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
          sum(blocked_ns) AS after_blocking_ns, sum(roundtrip_ns) AS roundtrip_ns
@@ -62,14 +69,15 @@ hot AS (
                             WHEN named_by IS NOT NULL THEN top_library_samples END / samples, 1) AS hot_pct
   FROM picked)
 SELECT c.device_id, c.pid, c.cause, c.detail,
-       gap_cause_text(c.cause, c.detail)
+       CASE WHEN child.waits THEN 'waiting for a child process it started (in ' || c.detail || ', then reaping it)'
+            ELSE gap_cause_text(c.cause, c.detail) END
          || CASE WHEN c.cause <> 'nvtx' AND p.nvtx_range IS NOT NULL
                  THEN ' in NVTX range "' || p.nvtx_range || '"' ELSE '' END AS cause_text,
        -- the same cause in the budget's words (40_budget.sql), for the slice it claims
        CASE c.cause WHEN 'nvtx' THEN 'host code' WHEN 'untraced' THEN 'untraced host code' WHEN 'os-call' THEN 'OS wait'
                     WHEN 'module-loading' THEN 'module loading' WHEN 'cuda-api' THEN 'other CUDA calls'
                     ELSE c.cause END AS budget_cause,
-       CASE WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
+       CASE WHEN child.waits THEN 'child process' WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
        is_graph_capture(c.cause, c.detail) AS graph_capture,
        -- what host code between GPU work looks like, for the advice: data through the host and
        -- back; computation after each wait; short round trips after waits; or host code alone
@@ -98,4 +106,7 @@ FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
+LEFT JOIN reaped r ON c.cause = 'os-call' AND r.device_id = c.device_id AND r.pid = c.pid AND r.detail = c.detail
+-- most of the time in gaps that end with reaping a child: the thread waits for that child
+CROSS JOIN LATERAL (SELECT coalesce(r.ns >= 0.5 * c.idle_ns, false) AND os_wait_kind(c.detail) <> 'child process' AS waits) child
 ORDER BY c.idle_ns DESC, c.device_id, c.pid, c.cause, c.detail

@@ -16,21 +16,28 @@ matching AS (
 loading AS (
   SELECT m.pid, 'nvtx range' AS source, m.name AS what, count(*) AS instances, sum(m.duration_ns) AS wall_ns,
          sum(m.busy_during_ns) AS busy_ns,
-         sum(m.duration_ns * greatest(m.devices, 1) - m.busy_during_ns) AS idle_ns
+         sum(m.duration_ns * greatest(m.devices, 1) - m.busy_during_ns) AS idle_ns, m.name AS place
   FROM matching m JOIN ss USING (pid) LEFT JOIN matching parent ON parent.range_id = m.parent_id
   WHERE m.loads AND NOT coalesce(parent.loads, false) AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
   GROUP BY m.pid, m.name),
 -- the steady-state idle gaps during which the thread that feeds the GPU sat in an OS wait call
 wait_gaps AS (
-  SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns, g.duration_ns FROM idle_gaps g
+  SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns, g.duration_ns, g.nvtx_range FROM idle_gaps g
   WHERE g.in_steady_state AND g.cause = 'os-call' AND list_contains($wait_calls, g.detail)
     -- in a process whose threads contend for a lock (the GIL), a timed condition wait is that
     -- lock, not a batch (gil-contention)
-    AND NOT (g.detail = 'pthread_cond_timedwait' AND g.pid IN (SELECT pid FROM lock_waits))),
+    AND NOT (g.detail = 'pthread_cond_timedwait' AND g.pid IN (SELECT pid FROM lock_waits))
+    -- a gap that ends with reaping a child process (subprocess.run: poll on its output, then
+    -- waitpid) waits for a program the thread ran, not for input (idle-gap-causes)
+    AND NOT reaps_child(g.pid, g.tid, g.start_ns, g.end_ns)),
+-- the NVTX range holding at least half of a wait call's idle time, where one does
 waiting AS (
-  SELECT pid, 'os wait' AS source, detail AS what, count(*) AS instances, sum(duration_ns) AS wall_ns,
-         0 AS busy_ns, sum(duration_ns) AS idle_ns
-  FROM wait_gaps GROUP BY pid, detail),
+  SELECT pid, 'os wait' AS source, detail AS what, sum(gaps) AS instances, sum(ns) AS wall_ns, 0 AS busy_ns,
+         sum(ns) AS idle_ns,
+         first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS top_range,
+         max(ns) FILTER (WHERE nvtx_range IS NOT NULL) AS top_range_ns
+  FROM (SELECT pid, detail, nvtx_range, count(*) AS gaps, sum(duration_ns) AS ns FROM wait_gaps GROUP BY ALL)
+  GROUP BY pid, detail),
 -- What ended the feeding thread's wait in each of those gaps: another thread (of its process or
 -- of another traced one: a client, a load generator) coming out of a sleep that spanned most of
 -- the wait and ended in its last tenth. Then the input comes at that sleep's pace (requests
@@ -82,13 +89,17 @@ uploads AS (
   GROUP BY g.pid),
 uploading AS (
   SELECT pid, 'batch upload' AS source, 'host code before each batch upload' AS what, upload_gaps AS instances,
-         upload_idle_ns AS wall_ns, 0 AS busy_ns, upload_idle_ns AS idle_ns
+         upload_idle_ns AS wall_ns, 0 AS busy_ns, upload_idle_ns AS idle_ns, NULL AS place
   FROM uploads WHERE upload_gaps > 0 AND upload_idle_ns >= 0.8 * idle_ns),
 rows AS (
   SELECT r.*, coalesce(k.waits, 0) AS waits, coalesce(k.after_sleep, 0) AS paced_waits, k.sleeper_tid, k.sleep_call,
          'thread ' || k.sleeper_tid || CASE WHEN k.sleeper_pid <> r.pid THEN ' of pid ' || k.sleeper_pid ELSE '' END AS sleeper,
          coalesce(k.paced, false) AS paced
-  FROM (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading) r
+  FROM (SELECT * FROM loading
+        UNION ALL
+        SELECT pid, source, what, instances, wall_ns, busy_ns, idle_ns,
+               CASE WHEN top_range_ns >= 0.5 * idle_ns THEN top_range END FROM waiting
+        UNION ALL SELECT * FROM uploading) r
   LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid AND k.detail = r.what),
 -- what the CPU samples of the process's untraced gaps (gap_samples) say the host built the batch
 -- with: the three libraries holding most of them
@@ -118,7 +129,8 @@ done AS (
   FROM ss LEFT JOIN memcpys m ON m.pid = ss.pid AND m.kind = 'Host-to-Device'
        AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
   GROUP BY ss.pid)
-SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.instances, r.wall_ns, round(r.wall_ns / r.instances) AS avg_ns,
+SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.place,
+       'waiting in ' || r.what || coalesce(' in "' || r.place || '"', '') AS wait_text, r.instances, r.wall_ns, round(r.wall_ns / r.instances) AS avg_ns,
        r.busy_ns, r.idle_ns, ss.window_ns,
        round(100.0 * r.idle_ns / nullif(ss.window_ns, 0), 2) AS idle_window_pct,
        st.steps, round(st.step_ns / st.steps) AS avg_step_ns,

@@ -177,7 +177,9 @@ WINDOW w AS (PARTITION BY l.device_id, l.thread_no ORDER BY l.start_ns);
 
 -- Time of each host state on the gap's thread inside the gap, over its range (gap_ranges). The
 -- top state is named after its last state started before the gap ended (the highest k of that
--- code in the range, zero-length ones included). The sums run in DOUBLE, exact as each is at
+-- code in the range, zero-length ones included); an OS call, whose name says what it waits on,
+-- after the one that held most of the gap (the latest on a tie): a short read after a long poll
+-- is no file I/O, a recv after epoll_wait no wait of its own. The sums run in DOUBLE, exact as each is at
 -- most the gap's length (below 2^53 ns), and are stored as BIGINT: a BIGINT sum accumulates in
 -- HUGEINT, 20% slower here, and HUGEINT columns cost several times more to write and read.
 CREATE TABLE gap_states(gap_id BIGINT, sync_ns BIGINT, copy_ns BIGINT, launch_ns BIGINT, allocation_ns BIGINT,
@@ -205,7 +207,7 @@ sums AS (
          max(CASE WHEN code = 7 THEN k ELSE 0 END) AS sync_k, max(CASE WHEN code = 2 THEN k ELSE 0 END) AS copy_k,
          max(CASE WHEN code = 4 THEN k ELSE 0 END) AS launch_k, max(CASE WHEN code = 1 THEN k ELSE 0 END) AS allocation_k,
          max(CASE WHEN code = 5 THEN k ELSE 0 END) AS module_k, max(CASE WHEN code = 3 THEN k ELSE 0 END) AS api_k,
-         max(CASE WHEN code = 6 THEN k ELSE 0 END) AS osrt_k
+         max({'ns': ns, 'k': k}) FILTER (WHERE code = 6).k AS osrt_k
   FROM covered GROUP BY gap_id),
 -- on a tie the first state in this order wins
 per_state AS (
@@ -249,9 +251,9 @@ INSERT INTO time_lookup_buckets FROM time_lookup_bucket_rows WHERE side = 3;
 -- @column cause: the thread's state that took most of the gap (allocation, copy, cuda-api, launch,
 -- module-loading, os-call, sync) when it took more than untraced host time (host_ns); else nvtx
 -- when a thread of the process was inside an NVTX range (nvtx_range), else untraced
--- @column detail: the call of that state (API or OS function name; a CUDA graph capture, which
--- holds the calls made while capturing, is its Begin Capture call), the NVTX range for nvtx,
--- NULL for untraced
+-- @column detail: the call of that state (API or OS function name: the last such call in the gap,
+-- for OS calls the one that held most of it; a CUDA graph capture, which holds the calls made
+-- while capturing, is its Begin Capture call), the NVTX range for nvtx, NULL for untraced
 -- @column nvtx_range: innermost push/pop range open at the gap's middle on the thread, else (NVTX
 -- ranges are per thread, and helper threads work for the step the main thread is in) on the
 -- thread of the process inside a range then; NULL when no thread of the process was in one
@@ -363,6 +365,15 @@ CREATE MACRO os_wait_kind(name) AS
        WHEN regexp_matches(name, '^(p?writev?(64)?|fwrite|f?sync|fdatasync|fflush|f?close|f?open(at)?(64)?|'
                                  || 'p?readv?(64)?|fread|msync|sync_file_range|f?truncate(64)?)$') THEN 'file I/O'
        ELSE 'wait' END;
+
+-- Whether a thread reaps a child process between two times (start excluded): a gap that ends so
+-- waited for a program the thread ran (subprocess.run: poll on its output, then waitpid). Not
+-- where DataLoader workers (threads named pt_data_worker) are in the trace: a loader that
+-- restarts them reaps them at each epoch's end, while the thread waits for its next batch.
+CREATE MACRO reaps_child(p, t, s, e) AS
+  EXISTS (SELECT 1 FROM osrt_calls o
+          WHERE o.pid = p AND o.tid = t AND o.end_ns > s AND o.end_ns <= e AND os_wait_kind(o.name) = 'child process')
+  AND NOT EXISTS (SELECT 1 FROM threads WHERE name = 'pt_data_worker');
 
 -- Whether a gap's cause is a CUDA graph capture (graph_captures: a cuda-api state named by its
 -- Begin Capture call), for the rules that advise on it.
