@@ -74,12 +74,12 @@ def thread_config(small: bool = False) -> dict:
     return {"threads": int(raw)}
 
 
-
 def at_once(limit: int) -> int:
     """How many queries of a small database run side by side, each on a cursor of one thread:
     as many as a connection would get threads (the cores, or NSYS_DIAGNOSE_THREADS), at most
     `limit` (the ingest's statements, database.py; the rules, engine/runner.py)."""
     return max(1, min(thread_config().get("threads", os.cpu_count() or 1), limit))
+
 
 def rule_timeout_s() -> float:
     raw = os.environ.get("NSYS_DIAGNOSE_RULE_TIMEOUT_S")

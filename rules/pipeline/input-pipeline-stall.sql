@@ -30,12 +30,12 @@ wait_gaps AS (
     -- a gap that ends with reaping a child process (subprocess.run: poll on its output, then
     -- waitpid) waits for a program the thread ran, not for input (idle-gap-causes)
     AND NOT reaps_child(g.pid, g.tid, g.start_ns, g.end_ns)),
--- the NVTX range holding at least half of a wait call's idle time, where one does
+-- place: the NVTX range holding at least half of a wait call's idle time, where one does
 waiting AS (
   SELECT pid, 'os wait' AS source, detail AS what, sum(gaps) AS instances, sum(ns) AS wall_ns, 0 AS busy_ns,
          sum(ns) AS idle_ns,
-         first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS top_range,
-         max(ns) FILTER (WHERE nvtx_range IS NOT NULL) AS top_range_ns
+         CASE WHEN max(ns) FILTER (WHERE nvtx_range IS NOT NULL) >= 0.5 * sum(ns)
+              THEN first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) END AS place
   FROM (SELECT pid, detail, nvtx_range, count(*) AS gaps, sum(duration_ns) AS ns FROM wait_gaps GROUP BY ALL)
   GROUP BY pid, detail),
 -- What ended the feeding thread's wait in each of those gaps: another thread (of its process or
@@ -57,19 +57,14 @@ woken AS (
     ON s.end_ns <= w.end_ns),
 -- A process's waits are paced as a whole: the calls of one input channel (epoll_wait for a
 -- request, then recv for the rest of it) follow one pace.
-woken_counts AS (SELECT pid, detail, sleeper_tid, sleeper_pid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL),
 pacing AS (
-  SELECT c.pid, c.detail, any_value(p.waits) AS waits, any_value(p.after_sleep) AS after_sleep,
-         any_value(p.paced) AS paced, any_value(p.sleeper_tid) AS sleeper_tid, any_value(p.sleeper_pid) AS sleeper_pid,
-         any_value(p.sleep_call) AS sleep_call
-  FROM woken_counts c JOIN (
-    SELECT pid, sum(n) AS waits, coalesce(sum(n) FILTER (WHERE after_sleep), 0) AS after_sleep,
-           coalesce(sum(n) FILTER (WHERE after_sleep), 0) >= $min_paced_pct / 100.0 * sum(n) AS paced,
-           first(sleeper_tid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
-           first(sleeper_pid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_pid,
-           first(sleep_call ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
-    FROM woken_counts GROUP BY pid) p USING (pid)
-  GROUP BY c.pid, c.detail),
+  SELECT pid, sum(n) AS waits, coalesce(sum(n) FILTER (WHERE after_sleep), 0) AS after_sleep,
+         coalesce(sum(n) FILTER (WHERE after_sleep), 0) >= $min_paced_pct / 100.0 * sum(n) AS paced,
+         first(sleeper_tid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_tid,
+         first(sleeper_pid ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleeper_pid,
+         first(sleep_call ORDER BY n DESC, sleeper_pid, sleeper_tid) FILTER (WHERE after_sleep) AS sleep_call
+  FROM (SELECT pid, sleeper_tid, sleeper_pid, sleep_call, after_sleep, count(*) AS n FROM woken GROUP BY ALL)
+  GROUP BY pid),
 -- in a process with no NVTX ranges: the untraced host-code gaps that end with a host-to-device
 -- copy, the next batch's upload (the host built the batch on the thread that feeds the GPU)
 uploads AS (
@@ -95,12 +90,8 @@ rows AS (
   SELECT r.*, coalesce(k.waits, 0) AS waits, coalesce(k.after_sleep, 0) AS paced_waits, k.sleeper_tid, k.sleep_call,
          'thread ' || k.sleeper_tid || CASE WHEN k.sleeper_pid <> r.pid THEN ' of pid ' || k.sleeper_pid ELSE '' END AS sleeper,
          coalesce(k.paced, false) AS paced
-  FROM (SELECT * FROM loading
-        UNION ALL
-        SELECT pid, source, what, instances, wall_ns, busy_ns, idle_ns,
-               CASE WHEN top_range_ns >= 0.5 * idle_ns THEN top_range END FROM waiting
-        UNION ALL SELECT * FROM uploading) r
-  LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid AND k.detail = r.what),
+  FROM (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading) r
+  LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid),
 -- what the CPU samples of the process's untraced gaps (gap_samples) say the host built the batch
 -- with: the three libraries holding most of them
 sampled AS (
