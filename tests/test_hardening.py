@@ -378,8 +378,39 @@ def test_names_past_the_enum_bound_are_text_and_the_report_is_the_same(tmp_path,
     real = database._label_type
     monkeypatch.setattr(database, "_label_type", lambda con, stmt: built.append(out := real(con, stmt)) or out)
     as_text = report()
-    assert "CREATE TYPE label AS VARCHAR" in built
+    assert "CREATE TYPE label AS VARCHAR" in built and "CREATE TYPE call_label AS VARCHAR" in built
     assert as_text == as_enum
+
+
+@pytest.mark.parametrize("as_text", ["label", "call_label"])
+def test_either_label_type_as_text_gives_the_same_report(monkeypatch, as_text):
+    """`label` (kernel names) and `call_label` (API and OS call names) fall back to text apart (a
+    NUL in a kernel name need not make the call names text): a table or rule that mixes the two
+    then mixes an ENUM with text, and must read as when both are ENUMs."""
+    from nsys_diagnose.analyze import analyze
+    from nsys_diagnose.ingest import database
+
+    from .conftest import FIXTURES
+
+    # a real export with API calls, OS calls (sem waits, polls) and idle gaps named by both
+    path = FIXTURES / "exports" / "dataloader_workers_restart.sqlite"
+
+    def report() -> dict:
+        doc = analyze(path, use_cache=False).model_dump(mode="json")
+        for rule in doc["rules"]:
+            rule.pop("seconds", None)
+        doc["input"] = {}
+        return doc
+
+    both_enums = report()
+    real = database._label_type
+
+    def one_as_text(con, stmt: str) -> str:
+        found = database._LABEL_ENUM.match(stmt)
+        return f"CREATE TYPE {as_text} AS VARCHAR" if found and found[1] == as_text else real(con, stmt)
+
+    monkeypatch.setattr(database, "_label_type", one_as_text)
+    assert report() == both_enums
 
 
 @pytest.mark.parametrize("source", ["corpus", "optimizer_launch_bound"])

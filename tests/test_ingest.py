@@ -199,7 +199,7 @@ def test_time_lookups_are_the_asof_join():
     text = (ROOT / "analyzer" / "ingest" / "sql" / "phases.sql").read_text()
     stmts = [s.sql for s in sql_library.statements("phases.sql", text) if "time_lookup" in s.sql or "MACRO lookup_" in s.sql]
     con = duckdb.connect(config={"threads": 4, "preserve_insertion_order": False})
-    con.execute("CREATE TYPE label AS ENUM ('x')")
+    con.execute("CREATE TYPE call_label AS ENUM ('x')")
     # rows: key i % 7 (key 6 has one row), times clustered by the square, a few far-apart ones
     con.execute("""CREATE TABLE nvtx_stack_points AS
         SELECT DISTINCT ON (global_tid, ts) * FROM (

@@ -32,13 +32,13 @@ polls AS (
   SELECT pid, tid, api, min(start_ns) AS start_ns, max(end_ns) AS end_ns
   FROM queries GROUP BY pid, tid, api, run
   HAVING count(*) >= 2 AND bool_or(return_value = 0) AND max(since_prev_ns) FILTER (WHERE NOT opens_run) <= 100000)
-SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync'::label AS kind
+SELECT pid, tid, start_ns, end_ns, duration_ns, api, 'sync'::call_label AS kind
 FROM api_calls WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
 UNION ALL
-SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, ('copy ' || kind)::label
+SELECT pid, launch_tid, launch_start_ns, launch_end_ns, launch_end_ns - launch_start_ns, launch_api, ('copy ' || kind)::call_label
 FROM memcpys WHERE launch_end_ns >= end_ns AND launch_tid IS NOT NULL AND kind LIKE '%Host%'
 UNION ALL
-SELECT pid, tid, start_ns, end_ns, end_ns - start_ns, api, 'poll'::label FROM polls;
+SELECT pid, tid, start_ns, end_ns, end_ns - start_ns, api, 'poll'::call_label FROM polls;
 
 -- Per (device, process), the steady state's kernels launched one by one (not replayed in a CUDA
 -- graph) that outlast any launch call's own cost (sync_launch_min_kernel_ns), and how many of their
@@ -184,7 +184,7 @@ WINDOW w AS (PARTITION BY l.device_id, l.thread_no ORDER BY l.start_ns);
 -- HUGEINT, 20% slower here, and HUGEINT columns cost several times more to write and read.
 CREATE TABLE gap_states(gap_id BIGINT, sync_ns BIGINT, copy_ns BIGINT, launch_ns BIGINT, allocation_ns BIGINT,
                         module_ns BIGINT, api_ns BIGINT, osrt_ns BIGINT, top_ns BIGINT, top_state VARCHAR,
-                        top_name label);
+                        top_name call_label);
 -- @each slice: SELECT DISTINCT slice FROM gap_ranges ORDER BY slice
 INSERT INTO gap_states
 WITH pairs AS (

@@ -101,11 +101,12 @@ CREATE TEMP TABLE api_names AS
 -- (NVTX texts, which can number millions) stay out of it.
 -- (the kernel table read once, for its few distinct name pairs: each read of a source is a scan
 -- of the SQLite file)
+CREATE TEMP TABLE os_call_name_ids AS SELECT DISTINCT nameId AS id FROM src_osrt;
 CREATE TEMP TABLE name_strings AS
 WITH kernel_names AS (SELECT DISTINCT demangledName, shortName FROM src_kernel)
-SELECT id, value FROM strings
+SELECT id, value, id IN (SELECT id FROM os_call_name_ids) AS os_call FROM strings
 WHERE id IN (SELECT demangledName FROM kernel_names UNION ALL SELECT shortName FROM kernel_names
-             UNION ALL SELECT nameId FROM src_osrt);
+             UNION ALL SELECT id FROM os_call_name_ids);
 CREATE TEMP TABLE label_values AS
 SELECT DISTINCT v FROM (
   SELECT value AS v FROM name_strings
@@ -119,10 +120,28 @@ SELECT DISTINCT v FROM (
 WHERE v IS NOT NULL;
 -- (an export with a NUL in one of these names gets text instead: ingest/database.py)
 CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
--- kernel and OS call names by StringIds id, as labels
+-- The names of calls (API and OS calls, their categories, layers and kinds) have an ENUM of their
+-- own, `call_label`, a few hundred names where `label` can hold thousands of kernel names: DuckDB
+-- keeps a copy of an ENUM's dictionary with every row group of every column of that type
+-- (duckdb/duckdb#4393), so api_calls' four name columns at 1e7 calls took ~1 GB of memory
+-- with the kernel names in their dictionary, ~0.1 GB without. `label` keeps every name, so
+-- that any name still casts to it.
+CREATE TEMP TABLE call_label_values AS
+SELECT DISTINCT v FROM (
+  SELECT value AS v FROM name_strings WHERE os_call
+  UNION ALL SELECT raw_name FROM api_names UNION ALL SELECT api FROM api_names
+  UNION ALL SELECT category FROM api_categories
+  UNION ALL SELECT label FROM memcpy_kind UNION ALL SELECT 'copy ' || label FROM memcpy_kind
+  UNION ALL SELECT unnest(['other', 'runtime', 'driver', 'egl', 'cudnn', 'cublas', 'graph-node',
+                           'kernel', 'memcpy', 'memset', 'graph', 'Unknown', 'sync', 'poll']))
+WHERE v IS NOT NULL;
+CREATE TYPE call_label AS ENUM (SELECT v FROM call_label_values ORDER BY v);
+-- kernel names by StringIds id, as labels; OS call names as call labels
 CREATE TEMP TABLE name_labels AS SELECT id, value::label AS value FROM name_strings;
+CREATE TEMP TABLE os_call_labels AS SELECT id, value::call_label AS value FROM name_strings WHERE os_call;
 CREATE TEMP TABLE api_labels AS
-SELECT name_id, raw_name::label AS name, api::label AS api, category::label AS category FROM api_names;
+SELECT name_id, raw_name::call_label AS name, api::call_label AS api, category::call_label AS category
+FROM api_names;
 
 -- One row per CUDA runtime or driver API call (one table in the export, told apart by
 -- eventClass). --cudabacktrace duplicates (eventClass 67) and rows with lost timestamps
@@ -151,7 +170,7 @@ SELECT nsys_pid(r.globalTid) AS pid, nsys_tid(r.globalTid) AS tid, r.globalTid A
        r.correlationId AS correlation_id, r.start AS start_ns, r."end" AS end_ns,
        r."end" - r.start AS duration_ns, n.name, n.api, n.category,
        CASE r.eventClass WHEN 0 THEN 'runtime' WHEN 1 THEN 'driver' WHEN 13 THEN 'egl'
-            WHEN 28 THEN 'cudnn' WHEN 29 THEN 'cublas' WHEN 77 THEN 'graph-node' ELSE 'other' END::label AS layer,
+            WHEN 28 THEN 'cudnn' WHEN 29 THEN 'cublas' WHEN 77 THEN 'graph-node' ELSE 'other' END::call_label AS layer,
        r.eventClass AS event_class, r.returnValue AS return_value
 FROM src_runtime r LEFT JOIN api_labels n ON n.name_id = r.nameId
 WHERE coalesce(r.eventClass, 0) <> 67 AND r.start > 0 AND r."end" IS NOT NULL;
@@ -541,7 +560,7 @@ WHERE n.eventType IN (59, 60, 70, 71) AND coalesce(n."end", last_ts.ts) >= n.sta
 CREATE TABLE osrt_calls AS
 SELECT nsys_pid(o.globalTid) AS pid, nsys_tid(o.globalTid) AS tid, o.start AS start_ns, o."end" AS end_ns,
        o."end" - o.start AS duration_ns, s.value AS name
-FROM src_osrt o LEFT JOIN name_labels s ON s.id = o.nameId
+FROM src_osrt o LEFT JOIN os_call_labels s ON s.id = o.nameId
 WHERE o.start > 0 AND o."end" >= o.start;
 
 -- One row per device memory allocation or free (--cuda-memory-usage=true).

@@ -319,7 +319,7 @@ DROP TABLE nvtx_numbered;
 -- n1, n2).
 CREATE TEMP TABLE time_lookup_rows AS
 SELECT 1::UTINYINT AS side, pid AS k1, 0::BIGINT AS k2, start_ns AS t, row_number() OVER (ORDER BY pid, start_ns, step) AS i,
-       step AS v1, end_ns AS v2, NULL::label AS n1, NULL::label AS n2
+       step AS v1, end_ns AS v2, NULL::call_label AS n1, NULL::call_label AS n2
 FROM steps WHERE pid IS NOT NULL AND start_ns IS NOT NULL
 UNION ALL
 -- (a thread's stack points hold one row per time)
