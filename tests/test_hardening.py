@@ -382,11 +382,12 @@ def test_names_past_the_enum_bound_are_text_and_the_report_is_the_same(tmp_path,
     assert as_text == as_enum
 
 
-@pytest.mark.parametrize("as_text", ["label", "call_label"])
+@pytest.mark.parametrize("as_text", ["label", "call_label", "short_label"])
 def test_either_label_type_as_text_gives_the_same_report(monkeypatch, as_text):
-    """`label` (kernel names) and `call_label` (API and OS call names) fall back to text apart (a
-    NUL in a kernel name need not make the call names text): a table or rule that mixes the two
-    then mixes an ENUM with text, and must read as when both are ENUMs."""
+    """`label` (kernel names), `call_label` (API and OS call names) and `short_label` (kernels'
+    short names) fall back to text apart (a NUL in a kernel name need not make the call names
+    text): a table or rule that mixes them then mixes an ENUM with text, and must read as when
+    all are ENUMs."""
     from nsys_diagnose.analyze import analyze
     from nsys_diagnose.ingest import database
 

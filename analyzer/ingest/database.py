@@ -54,7 +54,7 @@ NO_PROGRESS_BAR = "SET enable_progress_bar = false"  # DuckDB draws it on stdout
 MAX_LABELS = 10_000  # distinct names (kernels, API and OS calls) the `label` ENUM may hold (_label_type)
 T = TypeVar("T")
 # what a statement makes (after the comment lines that document it)
-_LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+(label|call_label)\s+AS\s+ENUM\b", re.IGNORECASE)
+_LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+(label|call_label|short_label)\s+AS\s+ENUM\b", re.IGNORECASE)
 _BUILDS = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+(?:TEMP\s+)?(?:TABLE|VIEW)\s+(\w+)", re.IGNORECASE)
 # `-- @each name: SELECT ...` above a statement runs it once per row of that query, bound to $name
 # (ingest/sql/idle_gaps.sql: one slice of the gaps at a time, within the memory limit).
@@ -407,8 +407,8 @@ def _set_memory_limit(con: duckdb.DuckDBPyConnection, limit: str) -> None:
 
 
 def _label_type(con: duckdb.DuckDBPyConnection, stmt: str) -> str:
-    """The statement, except that `label` or `call_label` (normalize.sql) is plain text when one
-    of its values holds a NUL: DuckDB re-parses an ENUM's type text to sort it, and the NUL cuts
+    """The statement, except that `label`, `call_label` or `short_label` (normalize.sql) is plain
+    text when one of its values holds a NUL: DuckDB re-parses an ENUM's type text to sort it, and the NUL cuts
     it; or when it would have more than MAX_LABELS values: binding a statement that reads a label
     column costs time in the ENUM's size (1e5 distinct kernel names: a 4 s ingest took 46 s,
     1e6 did not end in 5 minutes, issue 36), where text costs a little in every row."""

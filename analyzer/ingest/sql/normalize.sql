@@ -102,11 +102,17 @@ CREATE TEMP TABLE api_names AS
 -- (the kernel table read once, for its few distinct name pairs: each read of a source is a scan
 -- of the SQLite file)
 CREATE TEMP TABLE os_call_name_ids AS SELECT DISTINCT nameId AS id FROM src_osrt;
+CREATE TEMP TABLE kernel_name_ids AS SELECT DISTINCT demangledName, shortName FROM src_kernel;
 CREATE TEMP TABLE name_strings AS
-WITH kernel_names AS (SELECT DISTINCT demangledName, shortName FROM src_kernel)
 SELECT id, value, id IN (SELECT id FROM os_call_name_ids) AS os_call FROM strings
-WHERE id IN (SELECT demangledName FROM kernel_names UNION ALL SELECT shortName FROM kernel_names
+WHERE id IN (SELECT demangledName FROM kernel_name_ids UNION ALL SELECT shortName FROM kernel_name_ids
              UNION ALL SELECT id FROM os_call_name_ids);
+-- A kernel's name and short name, per pair of StringIds ids: the short name, or the name where
+-- the export has none.
+CREATE TEMP TABLE kernel_name_strings AS
+SELECT p.demangledName AS demangled_id, p.shortName AS short_id, coalesce(d.value, s.value) AS name,
+       coalesce(s.value, d.value) AS short_name
+FROM kernel_name_ids p LEFT JOIN name_strings d ON d.id = p.demangledName LEFT JOIN name_strings s ON s.id = p.shortName;
 CREATE TEMP TABLE label_values AS
 SELECT DISTINCT v FROM (
   SELECT value AS v FROM name_strings
@@ -136,8 +142,17 @@ SELECT DISTINCT v FROM (
                            'kernel', 'memcpy', 'memset', 'graph', 'Unknown', 'sync', 'poll']))
 WHERE v IS NOT NULL;
 CREATE TYPE call_label AS ENUM (SELECT v FROM call_label_values ORDER BY v);
--- kernel names by StringIds id, as labels; OS call names as call labels
-CREATE TEMP TABLE name_labels AS SELECT id, value::label AS value FROM name_strings;
+-- Short names of kernels have an ENUM of their own too, `short_label`, for the same reason: the
+-- kernels table's two name columns at 1e7 kernels kept ~0.4 GB of dictionary copies, and the
+-- short names are far fewer bytes than the full names (templates, arguments).
+-- ('[unnamed kernel]' too, which no short name takes: an ENUM needs a value, an export no kernel)
+CREATE TEMP TABLE short_label_values AS
+SELECT DISTINCT v FROM (SELECT short_name AS v FROM kernel_name_strings UNION ALL SELECT '[unnamed kernel]')
+WHERE v IS NOT NULL;
+CREATE TYPE short_label AS ENUM (SELECT v FROM short_label_values ORDER BY v);
+-- kernel names by their pair of ids, as labels; OS call names as call labels
+CREATE TEMP TABLE kernel_name_labels AS
+SELECT demangled_id, short_id, name::label AS name, short_name::short_label AS short_name FROM kernel_name_strings;
 CREATE TEMP TABLE os_call_labels AS SELECT id, value::call_label AS value FROM name_strings WHERE os_call;
 CREATE TEMP TABLE api_labels AS
 SELECT name_id, raw_name::call_label AS name, api::call_label AS api, category::call_label AS category
@@ -231,7 +246,7 @@ SELECT nsys_pid(k.globalPid) AS pid, k.globalPid AS global_pid, k.deviceId AS de
        k.contextId AS context_id, k.streamId AS stream_id, k.correlationId AS correlation_id,
        k.start AS start_ns, k."end" AS end_ns, k."end" - k.start AS duration_ns,
        -- (no mangled name: no rule reads it, and a third string per kernel costs seconds at 1e7)
-       coalesce(dn.value, sn.value, '[unnamed kernel]'::label) AS name, coalesce(sn.value, dn.value) AS short_name,
+       coalesce(n.name, '[unnamed kernel]'::label) AS name, n.short_name,
        k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z,
        k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z,
        k.gridX * k.gridY * k.gridZ AS grid_size, k.blockX * k.blockY * k.blockZ AS block_size,
@@ -243,8 +258,8 @@ FROM src_kernel k
 -- the launch join before the name lookups: its hash table then holds rows without names, which
 -- at 1e7 kernels is the difference between spilling and failing under the memory limit
 LEFT JOIN launches l ON l.global_pid = k.globalPid AND l.correlation_id = k.correlationId
-LEFT JOIN name_labels dn ON dn.id = k.demangledName
-LEFT JOIN name_labels sn ON sn.id = k.shortName
+LEFT JOIN kernel_name_labels n ON n.demangled_id IS NOT DISTINCT FROM k.demangledName
+                                AND n.short_id IS NOT DISTINCT FROM k.shortName
 -- a GPU operation without a device (NULL deviceId: no nsys writes it) cannot be placed: dropped
 WHERE k.start > 0 AND k."end" IS NOT NULL AND k.deviceId IS NOT NULL;
 
@@ -454,15 +469,16 @@ WITH parts AS (
 swept AS (
   SELECT *, lag(m) OVER () AS prev_m, row_number() OVER () AS i
   FROM (SELECT *, max(e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m
-        FROM (SELECT a.device_id, a.pid, a.global_pid, a.start_ns, a.launch_tid, a.kind, a.end_ns - p.lo + p.base AS e,
-                     p.lo, p.base, p.before
+        FROM (SELECT a.device_id, a.pid, a.global_pid, a.start_ns, a.launch_tid, a.kind, a.end_ns - p.lo + p.base AS e
               FROM gpu_activity a
               JOIN parts p ON p.device_id IS NOT DISTINCT FROM a.device_id AND p.pid IS NOT DISTINCT FROM a.pid
               ORDER BY a.device_id NULLS FIRST, a.pid NULLS FIRST, a.start_ns, a.launch_tid NULLS LAST, a.end_ns)))
-SELECT device_id, pid, global_pid, start_ns, launch_tid, kind,
-       CASE WHEN prev_m >= base THEN (prev_m - base + lo)::BIGINT END AS prev_end, i - before AS rn
-FROM swept
-WHERE prev_m IS NULL OR prev_m < base OR start_ns > prev_m - base + lo;
+-- (the partition's constants joined again after the sweep, not carried through its sort: at 1e7
+-- operations 40 bytes less a row to sort, where the sort ran out of the ingest's memory)
+SELECT s.device_id, s.pid, s.global_pid, s.start_ns, s.launch_tid, s.kind,
+       CASE WHEN s.prev_m >= p.base THEN (s.prev_m - p.base + p.lo)::BIGINT END AS prev_end, s.i - p.before AS rn
+FROM swept s JOIN parts p ON p.device_id IS NOT DISTINCT FROM s.device_id AND p.pid IS NOT DISTINCT FROM s.pid
+WHERE s.prev_m IS NULL OR s.prev_m < p.base OR s.start_ns > s.prev_m - p.base + p.lo;
 
 -- One row per busy interval of a (device, process): the union of its GPU operations, so
 -- overlapping operations (several streams) count once. Built in one sort over gpu_activity:
