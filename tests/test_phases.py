@@ -317,3 +317,39 @@ def test_h200_steady_state_verdicts(h200_reports):
     # two processes on one GPU: one start-up report each
     pids = {f.evidence["pid"] for f in r["multiproc"].findings if f.rule_id == "gpu-idle-gaps"}
     assert len(pids) == 2
+
+
+@pytest.mark.parametrize("setup", ["one long operation", "many tiny kernels"])
+def test_without_steps_the_window_starts_after_loading_before_half_the_work(tmp_path, setup):
+    """No steps (no NVTX, every kernel named once): the steady state starts after the last module
+    load before half the process's GPU work, counted both in time and in operations, so set-up
+    that holds most of one (a long upload, thousands of tiny init kernels) is left out either way."""
+    # strings: 1 cudaLaunchKernel, 2 cuLibraryLoadData (a driver call), 10+ kernels, one name each
+    kernels, api, corr, name = [], [], 0, 10
+    ms = 1_000_000
+
+    def launch(start, end):
+        nonlocal corr, name
+        corr, name = corr + 1, name + 1
+        api.append(_api(start - 20_000, start - 10_000, corr, 1))
+        kernels.append(_kernel(start, end, corr, name_id=name))
+
+    if setup == "one long operation":  # 100 ms at once, then a loop of 40 kernels of 1 ms
+        launch(1 * ms, 101 * ms)
+        loop = [(200 * ms + 5 * ms * i, 201 * ms + 5 * ms * i) for i in range(40)]
+    else:  # 400 kernels of 1 us, then a loop of 4 kernels of 50 ms
+        for i in range(400):
+            launch(1 * ms + 10_000 * i, 1 * ms + 10_000 * i + 1_000)
+        loop = [(200 * ms + 60 * ms * i, 250 * ms + 60 * ms * i) for i in range(4)]
+    load_end = 150 * ms
+    api.append({**_api(140 * ms, load_end, None, 2), "eventClass": 1})
+    for start, end in loop:
+        launch(start, end)
+    strings = {1: "cudaLaunchKernel_v7000", 2: "cuLibraryLoadData", **{i: f"k{i}" for i in range(11, name + 1)}}
+    trace = _trace(tmp_path, {"strings": strings, "CUPTI_ACTIVITY_KIND_KERNEL": kernels,
+                              "CUPTI_ACTIVITY_KIND_RUNTIME": api})
+    try:
+        [window] = _rows(trace, "SELECT start_ns, method FROM steady_state")
+    finally:
+        trace.close()
+    assert (window["start_ns"], window["method"]) == (load_end, "after-module-loading")

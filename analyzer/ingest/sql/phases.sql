@@ -215,7 +215,7 @@ FROM all_steps;
 -- step's start (the first step pays for lazy module loading, cuDNN/cuBLAS heuristics, allocator
 -- warm-up) to the end of the last step, or later while GPU work launched in the steps still
 -- runs. Without two steps: after the module loading that precedes the second half of the
--- process's GPU operations (by count), else its whole GPU activity.
+-- process's GPU work (in time and in operations), else its whole GPU activity.
 -- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, NVTX_EVENTS
 -- @column pid: OS process id
 -- @column start_ns: window start on the session clock, ns
@@ -246,16 +246,20 @@ by_steps AS (
                                           AND a.launch_start_ns BETWEEN s.second_start AND s.last_end), s.last_end)) AS end_ns,
          'steps' AS method, s.n - 1 AS steps, s.first_step_ns
   FROM step_span s),
--- cumulative GPU operations per process, to find the time by which half of them have run: by
--- count, not by busy time, as one-off bulk work in the set-up (the model's weights uploaded, a
--- dataset copied to the GPU) can outlast a whole loop of short steps (in DOUBLE: much cheaper as
--- a running sum than HUGEINT)
+-- cumulative GPU busy time and operations per process, to find the time by which half of both
+-- have run: set-up can hold most of either, not of both (one-off bulk work such as the model's
+-- weights uploaded outlasts a loop of short steps; thousands of tiny initialization kernels
+-- outnumber a few steps) (in DOUBLE: exact below 2^53, much cheaper as a running sum than HUGEINT)
 busy_cum AS (
-  SELECT pid, start_ns, end_ns,
-         sum(ops::DOUBLE) OVER (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING) AS cum,
-         sum(ops::DOUBLE) OVER (PARTITION BY pid) AS total
-  FROM (SELECT pid, start_ns, end_ns, ops FROM gpu_busy)),
-half AS (SELECT pid, min(end_ns) AS half_ns FROM busy_cum WHERE 2 * cum >= total GROUP BY pid),
+  SELECT pid, end_ns,
+         sum(duration_ns::DOUBLE) OVER w AS cum_ns, sum(duration_ns::DOUBLE) OVER (PARTITION BY pid) AS total_ns,
+         sum(ops::DOUBLE) OVER w AS cum_ops, sum(ops::DOUBLE) OVER (PARTITION BY pid) AS total_ops
+  FROM (SELECT pid, start_ns, end_ns, duration_ns, ops FROM gpu_busy)
+  WINDOW w AS (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)),
+half AS (
+  SELECT pid, greatest(min(end_ns) FILTER (WHERE 2 * cum_ns >= total_ns),
+                       min(end_ns) FILTER (WHERE 2 * cum_ops >= total_ops)) AS half_ns
+  FROM busy_cum GROUP BY pid),
 loads AS (
   SELECT a.pid, max(a.end_ns) AS loaded_ns FROM api_calls a JOIN half h USING (pid)
   WHERE a.category IN ('module', 'context') AND a.end_ns <= h.half_ns GROUP BY a.pid),
