@@ -355,29 +355,32 @@ def test_every_promise_names_tests_that_exist():
         assert not test or re.search(rf"^def {test}\(", source, re.M), f"{module}::{test} is not a test"
 
 
+def _report_of(path, **options) -> dict:
+    """The report as JSON, without what varies from run to run (timings, the input's facts)."""
+    from nsys_diagnose.analyze import analyze
+
+    doc = analyze(path, use_cache=False, **options).model_dump(mode="json")
+    for rule in doc["rules"]:
+        rule.pop("seconds", None)
+    doc["input"] = {}
+    return doc
+
+
 def test_names_past_the_enum_bound_are_text_and_the_report_is_the_same(tmp_path, monkeypatch):
     """Binding a statement costs time in the label ENUM's size (1e5 distinct kernel names: a 4 s
     ingest took 46 s): past MAX_LABELS values the labels are text, which sorts and compares alike."""
-    from nsys_diagnose.analyze import analyze
     from nsys_diagnose.ingest import database
 
     from .test_bad_inputs import corpus_tables
 
     path = write_export(corpus_tables(), tmp_path / "corpus.sqlite")
 
-    def report() -> dict:
-        doc = analyze(path, use_cache=False).model_dump(mode="json")
-        for rule in doc["rules"]:
-            rule.pop("seconds", None)
-        doc["input"] = {}
-        return doc
-
-    as_enum = report()
+    as_enum = _report_of(path)
     monkeypatch.setattr(database, "MAX_LABELS", 3)
     built = []
     real = database._label_type
     monkeypatch.setattr(database, "_label_type", lambda con, stmt: built.append(out := real(con, stmt)) or out)
-    as_text = report()
+    as_text = _report_of(path)
     assert "CREATE TYPE label AS VARCHAR" in built and "CREATE TYPE call_label AS VARCHAR" in built
     assert as_text == as_enum
 
@@ -388,7 +391,6 @@ def test_either_label_type_as_text_gives_the_same_report(monkeypatch, as_text):
     short names) fall back to text apart (a NUL in a kernel name need not make the call names
     text): a table or rule that mixes them then mixes an ENUM with text, and must read as when
     all are ENUMs."""
-    from nsys_diagnose.analyze import analyze
     from nsys_diagnose.ingest import database
 
     from .conftest import FIXTURES
@@ -396,14 +398,7 @@ def test_either_label_type_as_text_gives_the_same_report(monkeypatch, as_text):
     # a real export with API calls, OS calls (sem waits, polls) and idle gaps named by both
     path = FIXTURES / "exports" / "dataloader_workers_restart.sqlite"
 
-    def report() -> dict:
-        doc = analyze(path, use_cache=False).model_dump(mode="json")
-        for rule in doc["rules"]:
-            rule.pop("seconds", None)
-        doc["input"] = {}
-        return doc
-
-    both_enums = report()
+    both_enums = _report_of(path)
     real = database._label_type
 
     def one_as_text(con, stmt: str) -> str:
@@ -411,7 +406,7 @@ def test_either_label_type_as_text_gives_the_same_report(monkeypatch, as_text):
         return f"CREATE TYPE {as_text} AS VARCHAR" if found and found[1] == as_text else real(con, stmt)
 
     monkeypatch.setattr(database, "_label_type", one_as_text)
-    assert report() == both_enums
+    assert _report_of(path) == both_enums
 
 
 @pytest.mark.parametrize("source", ["corpus", "optimizer_launch_bound"])
@@ -420,7 +415,6 @@ def test_text_read_inside_sqlite_is_the_scanners_text(tmp_path, monkeypatch, sou
     inside SQLite; on exports whose texts are all shorter (the corpus's names in other encodings,
     blobs and numbers in text columns; a real export's NVTX, GPU, process and metadata tables),
     that path gives the same report as sqlite_scan."""
-    from nsys_diagnose.analyze import analyze
     from nsys_diagnose.ingest.reader import ScannerReader
 
     from .conftest import FIXTURES
@@ -429,17 +423,10 @@ def test_text_read_inside_sqlite_is_the_scanners_text(tmp_path, monkeypatch, sou
     path = (write_export(corpus_tables(), tmp_path / "corpus.sqlite") if source == "corpus"
             else FIXTURES / "exports" / f"{source}.sqlite")
 
-    def report() -> dict:
-        doc = analyze(path, use_cache=False, reader="scanner").model_dump(mode="json")
-        for rule in doc["rules"]:
-            rule.pop("seconds", None)
-        doc["input"] = {}
-        return doc
-
-    scanned = report()
+    scanned = _report_of(path, reader="scanner")
     read = []
     monkeypatch.setattr(ScannerReader, "_long_text", lambda self, table, text: read.append(table) or True)
-    assert report() == scanned
+    assert _report_of(path, reader="scanner") == scanned
     assert "StringIds" in read and (source == "corpus" or {"NVTX_EVENTS", "TARGET_INFO_GPU", "PROCESSES"} <= set(read))
 
 
