@@ -129,8 +129,8 @@ CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
 -- The names of calls (API and OS calls, their categories, layers and kinds) have an ENUM of their
 -- own, `call_label`, a few hundred names where `label` can hold thousands of kernel names: DuckDB
 -- keeps a copy of an ENUM's dictionary with every row group of every column of that type
--- (duckdb/duckdb#4393), so api_calls' four name columns at 1e7 calls took ~1 GB of memory
--- with the kernel names in their dictionary, ~0.1 GB without. `label` keeps every name, so
+-- (duckdb/duckdb#4393): four such columns of 1e7 rows took 940 MB with a dictionary of 6,049
+-- names, 168 MB with one of 64 (docs/benchmarks.md, session 22). `label` keeps every name, so
 -- that any name still casts to it.
 CREATE TEMP TABLE call_label_values AS
 SELECT DISTINCT v FROM (
