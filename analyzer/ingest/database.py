@@ -51,7 +51,7 @@ RETRY_MEMORY_LIMIT = "4GB"
 SMALL_EXPORT_BYTES = 64 << 20  # a smaller export's ingest runs in one thread a statement (_build)
 MAX_STATEMENTS_AT_ONCE = 4  # on a small export, statements that do not depend on each other run side by side
 NO_PROGRESS_BAR = "SET enable_progress_bar = false"  # DuckDB draws it on stdout, into a piped report
-MAX_LABELS = 10_000  # distinct names (kernels, API and OS calls) the `label` ENUM may hold (_label_type)
+MAX_LABELS = 10_000  # distinct names each name ENUM (label, call_label, short_label) may hold (_label_type)
 T = TypeVar("T")
 # what a statement makes (after the comment lines that document it)
 _LABEL_ENUM = re.compile(r"(?:\s*--[^\n]*\n)*\s*CREATE\s+TYPE\s+(label|call_label|short_label)\s+AS\s+ENUM\b", re.IGNORECASE)

@@ -113,19 +113,6 @@ CREATE TEMP TABLE kernel_name_strings AS
 SELECT p.demangledName AS demangled_id, p.shortName AS short_id, coalesce(d.value, s.value) AS name,
        coalesce(s.value, d.value) AS short_name
 FROM kernel_name_ids p LEFT JOIN name_strings d ON d.id = p.demangledName LEFT JOIN name_strings s ON s.id = p.shortName;
-CREATE TEMP TABLE label_values AS
-SELECT DISTINCT v FROM (
-  SELECT value AS v FROM name_strings
-  UNION ALL SELECT raw_name FROM api_names UNION ALL SELECT api FROM api_names
-  UNION ALL SELECT category FROM api_categories
-  UNION ALL SELECT label FROM memcpy_kind UNION ALL SELECT 'copy ' || label FROM memcpy_kind
-  UNION ALL SELECT label FROM mem_kind
-  UNION ALL SELECT unnest(['other', 'runtime', 'driver', 'egl', 'cudnn', 'cublas', 'graph-node',
-                           'kernel', 'memcpy', 'memset', 'graph', '[memset]', '[CUDA graph]',
-                           '[unnamed kernel]', 'Unknown', 'sync', 'poll']))
-WHERE v IS NOT NULL;
--- (an export with a NUL in one of these names gets text instead: ingest/database.py)
-CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
 -- The names of calls (API and OS calls, their categories, layers and kinds) have an ENUM of their
 -- own, `call_label`, a few hundred names where `label` can hold thousands of kernel names: DuckDB
 -- keeps a copy of an ENUM's dictionary with every row group of every column of that type
@@ -142,6 +129,13 @@ SELECT DISTINCT v FROM (
                            'kernel', 'memcpy', 'memset', 'graph', 'Unknown', 'sync', 'poll']))
 WHERE v IS NOT NULL;
 CREATE TYPE call_label AS ENUM (SELECT v FROM call_label_values ORDER BY v);
+CREATE TEMP TABLE label_values AS
+SELECT DISTINCT v FROM (
+  SELECT value AS v FROM name_strings UNION ALL SELECT v FROM call_label_values
+  UNION ALL SELECT label FROM mem_kind UNION ALL SELECT unnest(['[memset]', '[CUDA graph]', '[unnamed kernel]']))
+WHERE v IS NOT NULL;
+-- (an export with a NUL in one of these names gets text instead: ingest/database.py)
+CREATE TYPE label AS ENUM (SELECT v FROM label_values ORDER BY v);
 -- Short names of kernels have an ENUM of their own too, `short_label`, for the same reason: the
 -- kernels table's two name columns at 1e7 kernels kept ~0.4 GB of dictionary copies, and the
 -- short names are far fewer bytes than the full names (templates, arguments).
