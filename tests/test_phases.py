@@ -113,6 +113,50 @@ def test_without_nvtx_a_regular_kernel_marks_the_steps(tmp_path):
     assert steady[0]["method"] == "steps" and steady[0]["start_ns"] == 11_000_000
 
 
+def _bursty_loop(steps_kernels):
+    """Kernels of a loop without NVTX, fed in bursts: three steps back to back (2 ms apart), then
+    one that waits 40 ms for its batch. steps_kernels: the kernel names of each step, in order."""
+    kernels, corr, t = [], 0, 1_000_000
+    for i, names in enumerate(steps_kernels):
+        t += 40_000_000 if i % 3 == 0 else 2_000_000
+        for j, name_id in enumerate(names):
+            corr += 1
+            kernels.append(_kernel(t + j * 200_000, t + j * 200_000 + 100_000, corr, name_id))
+    return kernels
+
+
+def test_without_nvtx_a_bursty_loop_is_found_by_its_launch_count(tmp_path):
+    """No kernel's period is regular (CV over max_period_cv), but "fwd" is always four launches
+    apart and spans the run: it marks the steps."""
+    kernels = _bursty_loop([[1, 2, 3, 3]] * 9)
+    trace = _trace(tmp_path, {"strings": {1: "fwd", 2: "bwd", 3: "small"}, "CUPTI_ACTIVITY_KIND_KERNEL": kernels})
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+        cv = _rows(trace, """SELECT stddev_pop(p) / avg(p) AS cv FROM (
+                             SELECT lead(start_ns) OVER (ORDER BY start_ns) - start_ns AS p FROM kernels WHERE name = 'fwd')""")
+    finally:
+        trace.close()
+    assert cv[0]["cv"] > 0.5
+    assert [s["name"] for s in steps] == ["kernel fwd"] * 9 and {s["source"] for s in steps} == {"repeated"}
+    assert [s["start_ns"] for s in steps] == [k["start"] for k in kernels if k["demangledName"] == 1]
+
+
+@pytest.mark.parametrize("why", ["launch count varies", "only one kernel", "a corner of the run"])
+def test_a_bursty_loop_without_one_launch_count_has_no_steps(tmp_path, why):
+    if why == "launch count varies":  # a data-dependent number of "small" kernels per step
+        loop = [[1, 2] + [3] * (1 + i % 4) for i in range(9)]
+    elif why == "only one kernel":  # one launch apart: no sequence to repeat
+        loop = [[1]] * 9
+    else:  # "fwd"/"bwd" repeat only in the first 5 steps, then 60 one-off kernels follow
+        loop = [[1, 2]] * 5 + [list(range(10, 70))]
+    strings = {1: "fwd", 2: "bwd", 3: "small", **{i: f"k{i}" for i in range(10, 70)}}
+    trace = _trace(tmp_path, {"strings": strings, "CUPTI_ACTIVITY_KIND_KERNEL": _bursty_loop(loop)})
+    try:
+        assert _rows(trace, "SELECT count(*) AS n FROM steps")[0]["n"] == 0
+    finally:
+        trace.close()
+
+
 def test_no_loop_falls_back_to_gpu_activity(tmp_path):
     trace = _trace(tmp_path, {"strings": {1: "k"}, "CUPTI_ACTIVITY_KIND_KERNEL": [_kernel(1000, 2000, 1)]})
     try:

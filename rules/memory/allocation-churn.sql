@@ -1,11 +1,20 @@
--- One row per process with CUDA allocation or free calls in its steady state.
+-- One row per process with CUDA allocation or free calls in its steady state (stream-ordered
+-- ones only counted apart).
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
 traced AS (SELECT DISTINCT pid FROM memory_events),
 freed AS (SELECT DISTINCT pid, correlation_id FROM memory_events WHERE operation = 'free'),
+in_window AS (
+  SELECT a.pid, a.api, a.category, a.start_ns, a.duration_ns, a.correlation_id,
+         -- stream-ordered calls (cudaMallocAsync, cudaFreeAsync, cuMemAllocFromPoolAsync, ...)
+         -- take from and return to a pool without synchronizing: they are the fix, not churn
+         a.api ILIKE '%Async%' AS stream_ordered
+  FROM api_calls a JOIN ss USING (pid)
+  WHERE a.category IN ('alloc', 'free') AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns),
+stream_ordered AS (SELECT pid, count(*) AS stream_ordered_calls FROM in_window WHERE stream_ordered GROUP BY pid),
 calls AS (
   SELECT a.pid, a.api, a.category, a.start_ns, a.duration_ns
-  FROM api_calls a JOIN ss USING (pid)
-  WHERE a.category IN ('alloc', 'free') AND a.start_ns >= ss.start_ns AND a.start_ns < ss.end_ns
+  FROM in_window a
+  WHERE NOT a.stream_ordered
     -- cudaFree(NULL), which PyTorch and cuBLAS call to make sure a context exists, frees
     -- nothing: with memory-usage tracing on, a cudaFree without a free event is one of those
     AND NOT (a.api IN ('cudaFree', 'cuMemFree') AND a.pid IN (SELECT pid FROM traced)
@@ -39,6 +48,8 @@ SELECT p.pid, u.unit_kind, u.units, p.units_with_calls,
        round(100.0 * p.units_with_calls / nullif(u.units, 0), 1) AS unit_share_pct,
        p.calls, p.alloc_calls, p.free_calls, round(p.calls / nullif(u.units, 0), 1) AS calls_per_unit,
        p.top_api, p.host_alloc_calls, p.api_ns, p.max_call_ns, coalesce(a.alloc_bytes, 0) AS alloc_bytes, ss.window_ns,
-       round(100.0 * p.api_ns / nullif(ss.window_ns, 0), 2) AS window_share_pct
+       round(100.0 * p.api_ns / nullif(ss.window_ns, 0), 2) AS window_share_pct,
+       coalesce(o.stream_ordered_calls, 0) AS stream_ordered_calls
 FROM per_process p JOIN ss USING (pid) JOIN unit_counts u USING (pid) LEFT JOIN allocated a USING (pid)
+LEFT JOIN stream_ordered o USING (pid)
 ORDER BY p.api_ns DESC, p.pid

@@ -160,13 +160,19 @@ FROM opened WHERE step_no > 0 GROUP BY pid, step_no;
 
 -- No NVTX loop either: the regular recurrence of a kernel (GPU start times) or of a
 -- synchronizing API call (host start times). The most regular marker wins, then the one with
--- the most occurrences: one occurrence per step.
+-- the most occurrences: one occurrence per step. Where no marker's period is regular in time (a
+-- loop fed by DataLoader workers runs in bursts: steps whose batch is ready, then one that waits),
+-- a marker whose occurrences are always the same number (two or more) of kernel launches apart
+-- (after its first, which set-up can lengthen) and span most of the process's launches marks a
+-- loop that repeats one sequence of work; of those, the most regular in time wins. Kernels are counted in
+-- launch order, so the count holds however the loop's timing varies.
 CREATE TABLE repeated_steps AS
 WITH markers AS (
-  SELECT pid, launch_tid AS tid, 'kernel ' || name AS marker, start_ns, end_ns FROM kernels
+  SELECT pid, launch_tid AS tid, 'kernel ' || name AS marker, start_ns, end_ns,
+         coalesce(launch_start_ns, start_ns) AS host_ns, 1 AS launches FROM kernels
   WHERE pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)
   UNION ALL
-  SELECT pid, tid, api, start_ns, end_ns FROM api_calls
+  SELECT pid, tid, api, start_ns, end_ns, start_ns, 0 FROM api_calls
   WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
     AND pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)),
 spaced AS (
@@ -174,13 +180,37 @@ spaced AS (
   FROM markers),
 scored AS (
   SELECT pid, marker, count(*) AS n, avg(period_ns) AS mean_period,
-         stddev_pop(period_ns) / nullif(avg(period_ns), 0) AS cv
+         stddev_pop(period_ns) / nullif(avg(period_ns), 0) AS cv, min(start_ns) AS first_ns
   FROM spaced GROUP BY pid, marker),
-best AS (
-  SELECT *, row_number() OVER (PARTITION BY pid ORDER BY cv, n DESC, marker) AS choice FROM scored
+candidates AS (
+  SELECT * FROM scored
   WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
-    AND mean_period >= (SELECT value FROM phase_settings WHERE name = 'min_period_ns')
-    AND cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv'))
+    AND mean_period >= (SELECT value FROM phase_settings WHERE name = 'min_period_ns')),
+regular AS (
+  SELECT * FROM candidates WHERE cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv')),
+-- the launch-count test, only for processes without a marker regular in time
+counted AS (
+  SELECT *, sum(launches) OVER (PARTITION BY pid ORDER BY host_ns, launches, start_ns, marker
+                                ROWS UNBOUNDED PRECEDING) AS launched,
+         sum(launches) OVER (PARTITION BY pid) AS all_launches
+  FROM markers WHERE pid IN (SELECT pid FROM candidates) AND pid NOT IN (SELECT pid FROM regular)),
+counted_periods AS (
+  SELECT pid, marker, launched, all_launches,
+         lead(launched) OVER w - launched AS launches_apart, row_number() OVER w AS occurrence
+  FROM counted WINDOW w AS (PARTITION BY pid, marker ORDER BY host_ns, start_ns)),
+same_work AS (
+  SELECT pid, marker FROM counted_periods GROUP BY pid, marker
+  HAVING count(*) > (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
+     AND min(launches_apart) FILTER (WHERE occurrence > 1) = max(launches_apart) FILTER (WHERE occurrence > 1)
+     AND min(launches_apart) FILTER (WHERE occurrence > 1) >= 2  -- one launch apart: the only kernel, no sequence
+     AND max(launched) - min(launched)
+         >= any_value(all_launches) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage')),
+best AS (
+  -- equally regular markers of one loop: the one that comes first opens the step
+  SELECT *, row_number() OVER (PARTITION BY pid ORDER BY cv, n DESC, first_ns, marker) AS choice FROM (
+    SELECT * FROM regular
+    UNION ALL
+    SELECT c.* FROM candidates c JOIN same_work USING (pid, marker)))
 SELECT m.pid, m.tid, m.marker AS name, m.start_ns,
        coalesce(lead(m.start_ns) OVER (PARTITION BY m.pid ORDER BY m.start_ns), m.end_ns) AS end_ns
 FROM markers m JOIN best b ON b.pid = m.pid AND b.marker = m.marker AND b.choice = 1;

@@ -31,6 +31,9 @@ INSERT INTO settings VALUES
   ('max_period_cv', 0.5, 'float', 'ratio', 0, NULL, 'phase_settings',
    'How regular a marker''s period must be (standard deviation over mean of the intervals between its '
    'occurrences) to make it a step.'),
+  ('min_loop_coverage', 0.5, 'float', 'ratio', 0, 1, 'phase_settings',
+   'Share of a process''s kernel launches that a marker found by its launch count (the same number of '
+   'launches between its occurrences) must span: one in a corner of the run repeats set-up, not the loop.'),
   ('dispatch_gap_ns', 5000, 'int', 'ns', 0, NULL, 'phase_settings',
    'GPU idle gaps shorter than this are the GPU''s own dispatch latency between queued operations even in '
    'a healthy loop (about 1-3 us), so they get no cause (idle_gaps.sql, budget.sql).'),
