@@ -157,6 +157,39 @@ def test_a_bursty_loop_without_one_launch_count_has_no_steps(tmp_path, why):
         trace.close()
 
 
+def test_library_ranges_are_not_a_loop_and_a_graph_replay_marks_the_step(tmp_path):
+    """XLA's per-operator NVTX ranges (domain TSL), four per step, repeat more often than the step:
+    they make no sequence steps. Each step is one CUDA graph replay (a jitted step) and a kernel,
+    so its first range and the graph replay both come two launches apart every step; a sync every
+    third step repeats the same work too, more regularly in time, but marks three steps."""
+    ms, ranges, api, graphs, kernels, corr = 1_000_000, [], [], [], [], 0
+    ranges.append({"start": 100, "eventType": 75, "domainId": 1, "text": "TSL", "globalTid": GTID})
+    for i in range(12):
+        t = 10 * ms + i * 20 * ms + (3 * ms if i % 2 else 0)  # host runs ahead unevenly
+        for j in range(4):
+            ranges.append(_push(t + j * ms, t + j * ms + 500_000, f"XlaModule:#hlo_module=jit_op{j}#", domainId=1))
+        corr += 1
+        api.append(_api(t + 5 * ms, t + 5 * ms + 10_000, corr, 1))
+        graphs.append({"start": t + 6 * ms, "end": t + 16 * ms, "deviceId": 0, "contextId": 1, "streamId": 7,
+                       "correlationId": corr, "globalPid": GPID, "graphId": 1, "graphExecId": 1})
+        corr += 1
+        api.append(_api(t + 5 * ms + 20_000, t + 5 * ms + 30_000, corr, 1))
+        kernels.append(_kernel(t + 16 * ms, t + 16 * ms + 100_000, corr, 3))
+        if i % 3 == 2:
+            api.append(_api(t + 17 * ms, t + 18 * ms, None, 2))
+    strings = {1: "cudaGraphLaunch_v10000", 2: "cudaStreamSynchronize_v3020", 3: "loss_kernel"}
+    trace = _trace(tmp_path, {"strings": strings, "NVTX_EVENTS": ranges, "CUPTI_ACTIVITY_KIND_RUNTIME": api,
+                              "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": graphs, "CUPTI_ACTIVITY_KIND_KERNEL": kernels})
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+    finally:
+        trace.close()
+    assert len(steps) == 12 and {s["source"] for s in steps} == {"repeated"}
+    assert {s["name"] for s in steps} < {"graph replay", "range XlaModule:#hlo_module=jit_op0#"}
+    # a graph replay's steps are on the GPU's clock, a range's on the host's
+    assert {s["gpu_clock"] for s in steps} == {steps[0]["name"] == "graph replay"}
+
+
 def test_no_loop_falls_back_to_gpu_activity(tmp_path):
     trace = _trace(tmp_path, {"strings": {1: "k"}, "CUPTI_ACTIVITY_KIND_KERNEL": [_kernel(1000, 2000, 1)]})
     try:

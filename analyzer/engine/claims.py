@@ -116,11 +116,13 @@ def apply(findings: list[Finding], budget: list[BudgetRow], steady: list[SteadyS
         slices[id(f)] = {(r.device_id, r.pid, r.kind, r.cause, r.place): r.ns for r in rows}
     # who speaks for a slice: a warning, the one with the most time; then a note (a merged
     # warning raises it), the narrowest first: fewest causes, a rule's own cause before one
-    # taken from its row (hot-kernels), every cause in a place after; last a claim on all idle
-    def key(f: Finding) -> tuple[bool, bool, float, bool, int]:
+    # taken from its row (hot-kernels), every cause in a place after; last a claim on all idle.
+    # Among warnings, one that names only the host's state comes after one that names a mechanism
+    def key(f: Finding) -> tuple[bool, bool, bool, float, bool, int]:
         note = f.severity == "info"
         breadth = float("inf") if "*" in _causes(f) else len(_causes(f))
-        return _generic(f), note, breadth if note else 0, note and not f.claims.causes, -(f.recoverable_ns or 0)
+        return (_generic(f), note, not note and f.claims.state_only, breadth if note else 0,
+                note and not f.claims.causes, -(f.recoverable_ns or 0))
     order = sorted(claimed, key=key)
 
     def common(a: Finding, b: Finding) -> int:

@@ -72,6 +72,8 @@ class Claim(Strict):
     host_waits: bool = Field(False, description="the host blocks until this GPU work ends (a synchronous "
                              "copy), so it is on the critical path even when the step is host-bound")
     place: str | None = Field(None, description="result column naming the NVTX range the slice is in")
+    state_only: bool = Field(False, description="the finding names what the host was doing, not why: a "
+                             "finding on the same slice that names a mechanism speaks for it first")
 
 
 class FindingSpec(Strict):

@@ -1,6 +1,10 @@
 -- One row per (device, process, cause, detail): the steady-state GPU idle gaps whose host-side
 -- cause is the same, the time they cost, largest first (see analyzer/sql/22_idle_gaps.sql).
 WITH totals AS (SELECT device_id, pid, sum(idle_ns) AS all_idle_ns FROM idle_gap_causes GROUP BY ALL),
+-- the GPU operations of each steady state: host code before most of them is a per-operation cost
+ops AS (
+  SELECT a.device_id, a.pid, count(*) AS ops FROM gpu_activity a JOIN steady_state s USING (pid)
+  WHERE a.start_ns >= s.start_ns AND a.start_ns < s.end_ns GROUP BY ALL),
 -- copies of at least roundtrip_min_bytes off the GPU (by where they end) and onto it (by where
 -- they start): a gap between two such is a round trip of data through the host
 off_gpu AS (
@@ -86,9 +90,11 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
               WHEN coalesce(p.after_blocking_ns, 0) >= 0.5 * c.idle_ns
                 THEN CASE WHEN coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) >= $host_compute_gap_ns
                           THEN 'computes after waits' ELSE 'waits' END
+              WHEN 2 * c.gaps >= coalesce(o.ops, 0) AND o.ops > 0 AND c.median_gap_ns < $host_compute_gap_ns
+                THEN 'per operation'
               ELSE 'host code' END END AS host_pattern,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
-       c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
+       coalesce(o.ops, 0) AS window_ops, c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
        coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
        coalesce(p.roundtrip_ns, 0) AS roundtrip_ns,
@@ -105,6 +111,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail
+LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN reaped r ON c.cause = 'os-call' AND r.device_id = c.device_id AND r.pid = c.pid AND r.detail = c.detail
 -- most of the time in gaps that end with reaping a child: the thread waits for that child

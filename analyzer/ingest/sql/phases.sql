@@ -103,6 +103,26 @@ SELECT pid, start_ns, max(end_ns) OVER w AS cover_end, -- (ties: the lowest thre
 FROM nvtx_tree WHERE depth = 0
 WINDOW w AS (PARTITION BY pid ORDER BY start_ns, range_id ROWS UNBOUNDED PRECEDING);
 
+-- NVTX ranges that libraries emit around their own operations: one per operator, compile pass or
+-- collective, not a program's loop, so never a step (a per-operator range repeats more often than
+-- any step). domain NULL: any domain; pattern: LIKE on the range name.
+-- sources: always
+-- @column domain: NVTX domain the library writes to, NULL for any
+-- @column pattern: LIKE pattern on the range name
+-- @column library: who emits them
+CREATE TABLE library_ranges(domain VARCHAR, pattern VARCHAR, library VARCHAR);
+INSERT INTO library_ranges VALUES
+  ('TSL', '%', 'XLA (JAX, TensorFlow): executables, thunks and compiler passes'),
+  ('NCCL', '%', 'NCCL collectives'),
+  (NULL, 'aten::%', 'PyTorch operators (emit_nvtx, record_function)'),
+  (NULL, 'autograd::%', 'PyTorch autograd engine'),
+  (NULL, 'nn.Module: %', 'PyTorch module hooks');
+
+-- the (domain, name) pairs of the trace's library ranges (sequence_steps, repeated_steps)
+CREATE TEMP TABLE library_range_names AS
+SELECT DISTINCT t.domain, t.name FROM (SELECT DISTINCT domain, name FROM nvtx_tree) t
+JOIN library_ranges l ON (l.domain IS NULL OR l.domain = t.domain) AND t.name LIKE l.pattern;
+
 -- Pattern priority per distinct range name (names repeat: match each once).
 CREATE TABLE step_names AS
 SELECT n.name, min(sp.priority) AS priority
@@ -126,15 +146,16 @@ FROM named_step_groups g JOIN nvtx_tree t
 JOIN step_names sn ON sn.name = t.name AND sn.priority = g.priority
 WHERE g.choice = 1;
 
--- No step-named ranges: a repeating sequence of push/pop ranges (e.g. "Data Loading",
--- "Model Computation", "Backward Pass" every step). On the shallowest depth of a thread where
--- some name repeats, the names repeated most often form the sequence; its earliest-starting
--- name opens each step, which lasts until the next one opens.
+-- No step-named ranges: a repeating sequence of the program's own push/pop ranges (e.g. "Data
+-- Loading", "Model Computation", "Backward Pass" every step; not library_ranges). On the
+-- shallowest depth of a thread where some name repeats, the names repeated most often form the
+-- sequence; its earliest-starting name opens each step, which lasts until the next one opens.
 CREATE TABLE sequence_steps AS
 WITH names AS (
   SELECT pid, tid, global_tid, depth, name, count(*) AS n, min(start_ns) AS first_start
-  FROM nvtx_tree WHERE depth IS NOT NULL
+  FROM nvtx_tree t WHERE depth IS NOT NULL
     AND pid NOT IN (SELECT pid FROM named_steps)
+    AND NOT EXISTS (SELECT 1 FROM library_range_names l WHERE l.domain IS NOT DISTINCT FROM t.domain AND l.name = t.name)
   GROUP BY pid, tid, global_tid, depth, name
   HAVING count(*) >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')),
 levels AS (
@@ -158,62 +179,78 @@ SELECT pid, any_value(tid) AS tid, step_no, arg_min(name, start_ns) AS name,
        min(start_ns) AS start_ns, max(end_ns) AS last_end_ns
 FROM opened WHERE step_no > 0 GROUP BY pid, step_no;
 
--- No NVTX loop either: the regular recurrence of a kernel (GPU start times) or of a
--- synchronizing API call (host start times). The most regular marker wins, then the one with
--- the most occurrences: one occurrence per step. Where no marker's period is regular in time (a
--- loop fed by DataLoader workers runs in bursts: steps whose batch is ready, then one that waits),
--- a marker whose occurrences are always the same number (two or more) of kernel launches apart
--- (after its first, which set-up can lengthen) and span most of the process's launches marks a
--- loop that repeats one sequence of work; of those, the most regular in time wins. Kernels are counted in
--- launch order, so the count holds however the loop's timing varies.
+-- No NVTX loop either: a marker that occurs once per step. Candidates: each kernel (GPU start
+-- times), CUDA graph replays, each synchronizing API call and each top-level library NVTX range
+-- (host start times: XLA's per-executable ranges mark a jitted step). A step repeats one sequence
+-- of work, so the best marker always has the same launches (kernels and graph replays, in launch
+-- order; the same number, two or more, and the same names) between two occurrences after its
+-- first, which set-up can lengthen, and spans most of the process's launches or of its kernel
+-- time: that holds however bursty the loop's timing (a DataLoader's workers, the host running
+-- ahead until a sync). A process without one falls back to the marker most regular in time
+-- (period CV at most max_period_cv), then the one with the most occurrences.
 CREATE TABLE repeated_steps AS
-WITH markers AS (
+WITH looking AS (
+  SELECT DISTINCT pid FROM (SELECT pid FROM kernels UNION ALL SELECT pid FROM api_calls)
+  WHERE pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)),
+markers AS (
   SELECT pid, launch_tid AS tid, 'kernel ' || name AS marker, start_ns, end_ns,
-         coalesce(launch_start_ns, start_ns) AS host_ns, 1 AS launches FROM kernels
-  WHERE pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)
+         coalesce(launch_start_ns, start_ns) AS host_ns, 1 AS launches, duration_ns::DOUBLE AS work_ns,
+         true AS gpu_clock
+  FROM kernels WHERE pid IN (SELECT pid FROM looking)
   UNION ALL
-  SELECT pid, tid, api, start_ns, end_ns, start_ns, 0 FROM api_calls
-  WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%'
-    AND pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)),
+  SELECT pid, launch_tid, 'graph replay', start_ns, end_ns, coalesce(launch_start_ns, start_ns), 1, 0.0, true
+  FROM graph_launches WHERE pid IN (SELECT pid FROM looking)
+  UNION ALL
+  SELECT pid, tid, api, start_ns, end_ns, start_ns, 0, 0.0, false FROM api_calls
+  WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%' AND pid IN (SELECT pid FROM looking)
+  UNION ALL
+  SELECT t.pid, t.tid, 'range ' || t.name, t.start_ns, t.end_ns, t.start_ns, 0, 0.0, false
+  FROM nvtx_tree t JOIN library_range_names l ON l.domain IS NOT DISTINCT FROM t.domain AND l.name = t.name
+  WHERE t.depth = 0 AND t.pid IN (SELECT pid FROM looking)),
+counted AS (
+  -- sig: a running sum of a number per kernel name, whose difference between two occurrences
+  -- stands for the names launched between them (exact in DOUBLE below 2^53)
+  SELECT *, sum(launches) OVER w AS launched, sum(work_ns) OVER w AS worked,
+         sum(launches * (hash(marker) % 1000003)::DOUBLE) OVER w AS sig,
+         sum(launches) OVER (PARTITION BY pid) AS all_launches, sum(work_ns) OVER (PARTITION BY pid) AS all_work
+  FROM markers WINDOW w AS (PARTITION BY pid ORDER BY host_ns, launches, start_ns, marker ROWS UNBOUNDED PRECEDING)),
 spaced AS (
-  SELECT *, lead(start_ns) OVER (PARTITION BY pid, marker ORDER BY start_ns) - start_ns AS period_ns
-  FROM markers),
+  SELECT *, lead(launched) OVER w - launched AS launches_apart, lead(sig) OVER w - sig AS names_apart,
+         row_number() OVER w AS occurrence,
+         lead(start_ns) OVER (PARTITION BY pid, marker ORDER BY start_ns) - start_ns AS period_ns
+  FROM counted WINDOW w AS (PARTITION BY pid, marker ORDER BY host_ns, start_ns)),
 scored AS (
   SELECT pid, marker, count(*) AS n, avg(period_ns) AS mean_period,
-         stddev_pop(period_ns) / nullif(avg(period_ns), 0) AS cv, min(start_ns) AS first_ns
+         stddev_pop(period_ns) / nullif(avg(period_ns), 0) AS cv, stddev_pop(period_ns) AS jitter_ns,
+         min(start_ns) AS first_ns,
+         count(*) > (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
+           AND min(launches_apart) FILTER (WHERE occurrence > 1) = max(launches_apart) FILTER (WHERE occurrence > 1)
+           AND min(names_apart) FILTER (WHERE occurrence > 1) = max(names_apart) FILTER (WHERE occurrence > 1)
+           AND min(launches_apart) FILTER (WHERE occurrence > 1) >= 2  -- one launch apart: no sequence
+           AND (max(launched) - min(launched) >= any_value(all_launches) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage')
+                OR max(worked) - min(worked) >= any_value(all_work) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage'))
+           AS same_work
   FROM spaced GROUP BY pid, marker),
-candidates AS (
-  SELECT * FROM scored
+eligible AS (
+  SELECT *, min(jitter_ns) FILTER (WHERE same_work) OVER (PARTITION BY pid) AS least_jitter_ns FROM scored
   WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
     AND mean_period >= (SELECT value FROM phase_settings WHERE name = 'min_period_ns')),
-regular AS (
-  SELECT * FROM candidates WHERE cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv')),
--- the launch-count test, only for processes without a marker regular in time
-counted AS (
-  SELECT *, sum(launches) OVER (PARTITION BY pid ORDER BY host_ns, launches, start_ns, marker
-                                ROWS UNBOUNDED PRECEDING) AS launched,
-         sum(launches) OVER (PARTITION BY pid) AS all_launches
-  FROM markers WHERE pid IN (SELECT pid FROM candidates) AND pid NOT IN (SELECT pid FROM regular)),
-counted_periods AS (
-  SELECT pid, marker, launched, all_launches,
-         lead(launched) OVER w - launched AS launches_apart, row_number() OVER w AS occurrence
-  FROM counted WINDOW w AS (PARTITION BY pid, marker ORDER BY host_ns, start_ns)),
-same_work AS (
-  SELECT pid, marker FROM counted_periods GROUP BY pid, marker
-  HAVING count(*) > (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
-     AND min(launches_apart) FILTER (WHERE occurrence > 1) = max(launches_apart) FILTER (WHERE occurrence > 1)
-     AND min(launches_apart) FILTER (WHERE occurrence > 1) >= 2  -- one launch apart: the only kernel, no sequence
-     AND max(launched) - min(launched)
-         >= any_value(all_launches) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage')),
+-- Of the markers that repeat the same work, those whose period varies about as little as the
+-- steadiest one's (in ns, not relative: a marker every few steps, such as a periodic sync, varies
+-- as much per occurrence, less per ns of period; one in every layer varies far more, as the
+-- step's other work falls between two of them), the one with the most occurrences
 best AS (
-  -- equally regular markers of one loop: the one that comes first opens the step
-  SELECT *, row_number() OVER (PARTITION BY pid ORDER BY cv, n DESC, first_ns, marker) AS choice FROM (
-    SELECT * FROM regular
-    UNION ALL
-    SELECT c.* FROM candidates c JOIN same_work USING (pid, marker)))
+  SELECT *, row_number() OVER (PARTITION BY pid ORDER BY same_work DESC, CASE WHEN same_work THEN -n END,
+                                                         cv, n DESC, first_ns, marker) AS choice
+  FROM eligible
+  WHERE CASE WHEN same_work
+             THEN jitter_ns <= least_jitter_ns * (SELECT value FROM phase_settings WHERE name = 'marker_jitter_ratio')
+             ELSE cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv') END)
 SELECT m.pid, m.tid, m.marker AS name, m.start_ns,
-       coalesce(lead(m.start_ns) OVER (PARTITION BY m.pid ORDER BY m.start_ns), m.end_ns) AS end_ns
+       coalesce(lead(m.start_ns) OVER (PARTITION BY m.pid ORDER BY m.start_ns), m.end_ns) AS end_ns, m.gpu_clock
 FROM markers m JOIN best b ON b.pid = m.pid AND b.marker = m.marker AND b.choice = 1;
+
+DROP TABLE library_range_names;
 
 -- One row per training step per process, found in order of preference: NVTX ranges named as
 -- step_patterns says; else a repeating sequence of push/pop ranges, a step running from its
@@ -227,18 +264,19 @@ FROM markers m JOIN best b ON b.pid = m.pid AND b.marker = m.marker AND b.choice
 -- @column start_ns: start on the session clock, ns
 -- @column end_ns: end on the session clock, ns
 -- @column duration_ns: end_ns - start_ns, ns
--- @column source: nvtx (named or sequence ranges) or repeated (a marker kernel or sync)
+-- @column source: nvtx (named or sequence ranges) or repeated (a marker kernel, graph replay, sync or library range)
+-- @column gpu_clock: true when start_ns and end_ns are GPU start times (a marker kernel or graph replay)
 CREATE TABLE steps AS
 WITH all_steps AS (
-  SELECT pid, tid, name, start_ns, end_ns, 'nvtx' AS source FROM named_steps
+  SELECT pid, tid, name, start_ns, end_ns, 'nvtx' AS source, false AS gpu_clock FROM named_steps
   UNION ALL
   SELECT pid, tid, name, start_ns,
-         coalesce(lead(start_ns) OVER (PARTITION BY pid ORDER BY step_no), last_end_ns), 'nvtx'
+         coalesce(lead(start_ns) OVER (PARTITION BY pid ORDER BY step_no), last_end_ns), 'nvtx', false
   FROM sequence_steps
   UNION ALL
-  SELECT pid, tid, name, start_ns, end_ns, 'repeated' FROM repeated_steps)
+  SELECT pid, tid, name, start_ns, end_ns, 'repeated', gpu_clock FROM repeated_steps)
 SELECT pid, tid, row_number() OVER (PARTITION BY pid ORDER BY start_ns, end_ns) AS step, name,
-       start_ns, end_ns, end_ns - start_ns AS duration_ns, source
+       start_ns, end_ns, end_ns - start_ns AS duration_ns, source, gpu_clock
 FROM all_steps;
 
 -- One row per process with two steps or GPU work: its steady-state window, from the second

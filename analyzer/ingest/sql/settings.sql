@@ -34,6 +34,9 @@ INSERT INTO settings VALUES
   ('min_loop_coverage', 0.5, 'float', 'ratio', 0, 1, 'phase_settings',
    'Share of a process''s kernel launches that a marker found by its launch count (the same number of '
    'launches between its occurrences) must span: one in a corner of the run repeats set-up, not the loop.'),
+  ('marker_jitter_ratio', 2, 'float', 'ratio', 1, NULL, 'phase_settings',
+   'Of the markers that repeat the same work, those whose period''s standard deviation (ns) is at most this '
+   'times the steadiest one''s may mark the step; the one with the most occurrences does.'),
   ('dispatch_gap_ns', 5000, 'int', 'ns', 0, NULL, 'phase_settings',
    'GPU idle gaps shorter than this are the GPU''s own dispatch latency between queued operations even in '
    'a healthy loop (about 1-3 us), so they get no cause (idle_gaps.sql, budget.sql).'),

@@ -22,7 +22,7 @@ CREATE MACRO is_module_load(api) AS regexp_matches(api, '^cu(da)?(Module|Library
 -- its columns, which past the ingest's memory limit spilled and grew faster than the rows.
 CREATE TABLE step_ops AS
 WITH s AS (SELECT pid, step, start_ns FROM steps WHERE start_ns IS NOT NULL),
-clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
+clock AS (SELECT pid, bool_or(gpu_clock) AS gpu_clock FROM steps GROUP BY pid),
 widths AS (
   SELECT pid, min(start_ns) AS t0, greatest((max(start_ns) - min(start_ns)) // (4 * count(*)), 1) AS w,
          (max(start_ns) - min(start_ns)) // greatest((max(start_ns) - min(start_ns)) // (4 * count(*)), 1) AS last_b
@@ -84,7 +84,7 @@ WITH s AS (
   SELECT pid, step, name, source, start_ns,
          lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns
   FROM steps),
-clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
+clock AS (SELECT pid, bool_or(gpu_clock) AS gpu_clock FROM steps GROUP BY pid),
 owned AS (SELECT pid, step, min(first_start_ns) AS gpu_first_ns FROM step_ops GROUP BY ALL)
 SELECT s.pid, s.step, s.name, s.source, s.start_ns, s.next_start_ns, o.gpu_first_ns,
        max(o.gpu_first_ns) OVER (PARTITION BY s.pid ORDER BY s.step ROWS UNBOUNDED PRECEDING) AS gpu_start_ns,

@@ -36,7 +36,7 @@ SELECT pid, start_ns FROM steady_state WHERE method = 'steps';
 -- @column ns: their summed duration, ns
 -- @column gpu_ns: null (GPU work has no GPU time inside it)
 WITH s AS (SELECT pid, step, start_ns, lead(start_ns) OVER (PARTITION BY pid ORDER BY step) AS next_start_ns FROM steps),
-clock AS (SELECT pid, bool_or(source = 'repeated' AND name LIKE 'kernel %') AS gpu_clock FROM steps GROUP BY pid),
+clock AS (SELECT pid, bool_or(gpu_clock) AS gpu_clock FROM steps GROUP BY pid),
 x AS (SELECT g.pid, g.kind, g.name, g.duration_ns,
              CASE WHEN c.gpu_clock THEN g.start_ns ELSE coalesce(g.launch_start_ns, g.start_ns) END AS t
       FROM gpu_activity g JOIN clock c USING (pid))
