@@ -120,6 +120,10 @@ KERNEL_CLASSES = [
     ("d2d_clone_copies", "CatArrayBatchedCopy", "elementwise/reduction"),
     ("cudnn_benchmark_multiscale", "convertTensor_kernel<float, __nv_bfloat16", "other kernels"),
     ("d2d_clone_copies", "nvjet_sm90_tst", "tensor-core math"),
+    # XLA's loop and reduction fusions are memory passes; its Triton GEMMs say no format
+    ("jax_mlp_kernels_healthy", "loop_add_fusion", "elementwise/reduction"),
+    ("jax_mlp_kernels_healthy", "input_convert_reduce_fusion", "elementwise/reduction"),
+    ("jax_mlp_kernels_healthy", "gemm_fusion_dot", "matrix math"),
 ]
 
 

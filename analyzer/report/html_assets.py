@@ -94,7 +94,7 @@ button.on { border-color: var(--accent); background: #e6eefb; color: var(--accen
   border: 1px solid var(--line); }
 .budgetbar i { display: block; height: 100%; background: var(--c); min-width: 1px; }
 .budgetbar i + i { border-left: 1px solid rgba(255, 255, 255, .7); }
-.b-tc { --c: #136b38; } .b-fp32 { --c: #2f9a5a; } .b-fp64 { --c: #4f8a6a; } .b-ew { --c: #77c291; } .b-ok { --c: #a9d9b8; }
+.b-tc { --c: #136b38; } .b-fp32 { --c: #2f9a5a; } .b-fp64 { --c: #4f8a6a; } .b-mm { --c: #3d8f73; } .b-ew { --c: #77c291; } .b-ok { --c: #a9d9b8; }
 .b-graph { --c: #4fae86; } .b-comm { --c: #2a8c8c; } .b-copies { --c: #4aa3c7; } .b-memsets { --c: #8cc7d9; }
 .b-gpu { --c: #5fb07a; }
 .b-launch { --c: #d1495b; } .b-sync { --c: #e09f1f; } .b-copy { --c: #1f78b4; } .b-alloc { --c: #7b4fa0; }

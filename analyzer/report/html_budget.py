@@ -22,7 +22,7 @@ BAR_MIN_PCT = 0.3     # thinner slices are not drawn in the bar (they stay in th
 # of the CUDA API kinds on the timeline where they are one (launch, sync, copy, allocation).
 SLICE_CLASS = {
     ("gpu", "tensor-core math"): "b-tc", ("gpu", "fp32 math"): "b-fp32", ("gpu", "fp64 math"): "b-fp64",
-    ("gpu", "elementwise/reduction"): "b-ew",
+    ("gpu", "matrix math"): "b-mm", ("gpu", "elementwise/reduction"): "b-ew",
     ("gpu", "other kernels"): "b-ok", ("gpu", "CUDA graph replays"): "b-graph", ("gpu", "communication"): "b-comm",
     ("gpu", "copies"): "b-copies", ("gpu", "memsets"): "b-memsets",
     ("idle", "launch"): "b-launch", ("idle", "sync"): "b-sync", ("idle", "copy"): "b-copy",

@@ -18,6 +18,9 @@ INSERT INTO kernel_class_patterns VALUES
   -- conversions, named before the dtype words below: vectorized_elementwise_kernel<..., BFloat16>
   -- or cudnn::bn_fw_tr_1C11_kernel_NCHW<__half, ...> is a memory pass, not tensor-core math
   (3, 'elementwise/reduction', '\b(vectorized_|unrolled_)?elementwise_kernel|\breduce_kernel|triton_(poi|red|per)_|multi_tensor_apply|layer_norm|batch_norm|group_norm|instance_norm|rms_?norm|\bbn_(fw|bw)_|batchnorm|gammabeta|nchwtonhwc|nhwctonchw|softmax|dropout|catarraybatchedcopy', NULL),
+  -- XLA's (JAX, TensorFlow) loop and reduction ("input") fusions, transposes and single wrapped
+  -- operations; its GEMMs are gemm_fusion_*, cuBLAS or cuDNN kernels
+  (3, 'elementwise/reduction', '^(loop|input|transpose)_\w*fusion|^wrapped_[a-z]', NULL),
   -- tensor-core instructions and MMA shapes; a format word alone (bf16, half, fp8) is not math:
   -- PyTorch templates its indexing, pooling and embedding kernels on c10::BFloat16 too, and
   -- matrix math whose name gives a half format but not its unit is classed in kernel_classes
@@ -114,7 +117,7 @@ INSERT INTO kernel_pattern_hits SELECT $pattern, name FROM kernel_names WHERE re
 -- matches it, else 'other kernels'.
 -- sources: CUPTI_ACTIVITY_KIND_KERNEL
 -- @column name: kernel name (kernel_names.name)
--- @column class: tensor-core math, fp32 math, fp64 math, elementwise/reduction, communication or other kernels
+-- @column class: tensor-core math, fp32 math, fp64 math, matrix math, elementwise/reduction, communication or other kernels
 CREATE TABLE kernel_classes AS
 WITH by_pattern AS (
   SELECT n.name, coalesce(min_by(p.class, p.priority), 'other kernels') AS class
@@ -127,14 +130,18 @@ WITH by_pattern AS (
 -- math on any unit, tensor-core math, or math on CUDA cores (fp32 FMA, also for fp16/bf16 data:
 -- cuDNN's `engine_float<__nv_bfloat16>` computes in fp32); matrix math in a half, fp8 or int8
 -- format on no named unit runs on tensor cores (every library does so since Volta); GEMVs are
--- memory-bound whatever their format, and unknown formats keep the name patterns' class
+-- memory-bound whatever their format. Matrix math whose name says neither (Triton's, XLA's
+-- gemm_fusion) is 'matrix math' where only the generic name patterns would call it fp32 math:
+-- its format is in its inputs, not its name; other unknown formats keep the patterns' class
 by_format AS (
   SELECT name, CASE WHEN format = 'fp64' THEN 'fp64 math'
                     WHEN path = 'tensor core' THEN 'tensor-core math'
                     WHEN path = 'CUDA core' THEN 'fp32 math'
-                    WHEN format IN ('bf16', 'fp16', 'fp8', 'int8') THEN 'tensor-core math' END AS class
+                    WHEN format IN ('bf16', 'fp16', 'fp8', 'int8') THEN 'tensor-core math'
+                    WHEN format = 'unknown' AND path = 'unknown' THEN 'matrix math' END AS class
   FROM kernel_formats WHERE op <> 'gemv')
-SELECT p.name, coalesce(f.class, p.class) AS class
+SELECT p.name, CASE WHEN f.class = 'matrix math' AND p.class <> 'fp32 math' THEN p.class
+                    ELSE coalesce(f.class, p.class) END AS class
 FROM by_pattern p LEFT JOIN by_format f USING (name);
 
 -- One row per class of GPU time, in the order that wins where operations overlap (rank 1 first).
