@@ -192,45 +192,45 @@ CREATE TABLE repeated_steps AS
 WITH looking AS (
   SELECT DISTINCT pid FROM (SELECT pid FROM kernels UNION ALL SELECT pid FROM api_calls)
   WHERE pid NOT IN (SELECT pid FROM named_steps) AND pid NOT IN (SELECT pid FROM sequence_steps)),
+-- each marker by a key, its kind and name hashed: the windows sort numbers, not names
 markers AS (
-  SELECT pid, launch_tid AS tid, 'kernel ' || name AS marker, start_ns, end_ns,
-         coalesce(launch_start_ns, start_ns) AS host_ns, 1 AS launches, duration_ns::DOUBLE AS work_ns,
-         true AS gpu_clock
+  SELECT pid, hash('kernel', name) AS marker_key, start_ns, coalesce(launch_start_ns, start_ns) AS host_ns,
+         1 AS launches, duration_ns::DOUBLE AS work_ns
   FROM kernels WHERE pid IN (SELECT pid FROM looking)
   UNION ALL
-  SELECT pid, launch_tid, 'graph replay', start_ns, end_ns, coalesce(launch_start_ns, start_ns), 1, 0.0, true
+  SELECT pid, hash('graph'), start_ns, coalesce(launch_start_ns, start_ns), 1, 0.0
   FROM graph_launches WHERE pid IN (SELECT pid FROM looking)
   UNION ALL
-  SELECT pid, tid, api, start_ns, end_ns, start_ns, 0, 0.0, false FROM api_calls
+  SELECT pid, hash('call', api), start_ns, start_ns, 0, 0.0 FROM api_calls
   WHERE category = 'sync' AND api NOT LIKE '%StreamWaitEvent%' AND pid IN (SELECT pid FROM looking)
   UNION ALL
-  SELECT t.pid, t.tid, 'range ' || t.name, t.start_ns, t.end_ns, t.start_ns, 0, 0.0, false
+  SELECT t.pid, hash('range', t.name), t.start_ns, t.start_ns, 0, 0.0
   FROM nvtx_tree t JOIN library_range_names l ON l.domain IS NOT DISTINCT FROM t.domain AND l.name = t.name
   WHERE t.depth = 0 AND t.pid IN (SELECT pid FROM looking)),
+totals AS (SELECT pid, sum(launches) AS all_launches, sum(work_ns) AS all_work FROM markers GROUP BY pid),
 counted AS (
   -- sig: a running sum of a number per kernel name, whose difference between two occurrences
   -- stands for the names launched between them (exact in DOUBLE below 2^53)
   SELECT *, sum(launches) OVER w AS launched, sum(work_ns) OVER w AS worked,
-         sum(launches * (hash(marker) % 1000003)::DOUBLE) OVER w AS sig,
-         sum(launches) OVER (PARTITION BY pid) AS all_launches, sum(work_ns) OVER (PARTITION BY pid) AS all_work
-  FROM markers WINDOW w AS (PARTITION BY pid ORDER BY host_ns, launches, start_ns, marker ROWS UNBOUNDED PRECEDING)),
+         sum(launches * (marker_key % 1000003)::DOUBLE) OVER w AS sig
+  FROM markers WINDOW w AS (PARTITION BY pid ORDER BY host_ns, launches, start_ns, marker_key ROWS UNBOUNDED PRECEDING)),
 spaced AS (
   SELECT *, lead(launched) OVER w - launched AS launches_apart, lead(sig) OVER w - sig AS names_apart,
          row_number() OVER w AS occurrence,
-         lead(start_ns) OVER (PARTITION BY pid, marker ORDER BY start_ns) - start_ns AS period_ns
-  FROM counted WINDOW w AS (PARTITION BY pid, marker ORDER BY host_ns, start_ns)),
+         lead(start_ns) OVER (PARTITION BY pid, marker_key ORDER BY start_ns) - start_ns AS period_ns
+  FROM counted WINDOW w AS (PARTITION BY pid, marker_key ORDER BY host_ns, start_ns)),
 scored AS (
-  SELECT pid, marker, count(*) AS n, avg(period_ns) AS mean_period,
+  SELECT s.pid, s.marker_key, count(*) AS n, avg(period_ns) AS mean_period,
          stddev_pop(period_ns) / nullif(avg(period_ns), 0) AS cv, stddev_pop(period_ns) AS jitter_ns,
          min(start_ns) AS first_ns,
          count(*) > (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
            AND min(launches_apart) FILTER (WHERE occurrence > 1) = max(launches_apart) FILTER (WHERE occurrence > 1)
            AND min(names_apart) FILTER (WHERE occurrence > 1) = max(names_apart) FILTER (WHERE occurrence > 1)
            AND min(launches_apart) FILTER (WHERE occurrence > 1) >= 2  -- one launch apart: no sequence
-           AND (max(launched) - min(launched) >= any_value(all_launches) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage')
-                OR max(worked) - min(worked) >= any_value(all_work) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage'))
+           AND (max(launched) - min(launched) >= any_value(t.all_launches) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage')
+                OR max(worked) - min(worked) >= any_value(t.all_work) * (SELECT value FROM phase_settings WHERE name = 'min_loop_coverage'))
            AS same_work
-  FROM spaced GROUP BY pid, marker),
+  FROM spaced s JOIN totals t USING (pid) GROUP BY s.pid, s.marker_key),
 eligible AS (
   SELECT *, min(jitter_ns) FILTER (WHERE same_work) OVER (PARTITION BY pid) AS least_jitter_ns FROM scored
   WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps')
@@ -241,14 +241,30 @@ eligible AS (
 -- step's other work falls between two of them), the one with the most occurrences
 best AS (
   SELECT *, row_number() OVER (PARTITION BY pid ORDER BY same_work DESC, CASE WHEN same_work THEN -n END,
-                                                         cv, n DESC, first_ns, marker) AS choice
+                                                         cv, n DESC, first_ns, marker_key) AS choice
   FROM eligible
   WHERE CASE WHEN same_work
              THEN jitter_ns <= least_jitter_ns * (SELECT value FROM phase_settings WHERE name = 'marker_jitter_ratio')
-             ELSE cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv') END)
-SELECT m.pid, m.tid, m.marker AS name, m.start_ns,
-       coalesce(lead(m.start_ns) OVER (PARTITION BY m.pid ORDER BY m.start_ns), m.end_ns) AS end_ns, m.gpu_clock
-FROM markers m JOIN best b ON b.pid = m.pid AND b.marker = m.marker AND b.choice = 1;
+             ELSE cv <= (SELECT value FROM phase_settings WHERE name = 'max_period_cv') END),
+chosen AS (SELECT pid, marker_key FROM best WHERE choice = 1),
+-- the chosen marker's occurrences, named
+named AS (
+  SELECT k.pid, k.launch_tid AS tid, 'kernel ' || k.name AS name, k.start_ns, k.end_ns, true AS gpu_clock
+  FROM kernels k JOIN chosen c ON c.pid = k.pid AND c.marker_key = hash('kernel', k.name)
+  UNION ALL
+  SELECT g.pid, g.launch_tid, 'graph replay', g.start_ns, g.end_ns, true
+  FROM graph_launches g JOIN chosen c ON c.pid = g.pid AND c.marker_key = hash('graph')
+  UNION ALL
+  SELECT a.pid, a.tid, a.api, a.start_ns, a.end_ns, false
+  FROM api_calls a JOIN chosen c ON c.pid = a.pid AND c.marker_key = hash('call', a.api)
+  WHERE a.category = 'sync'
+  UNION ALL
+  SELECT t.pid, t.tid, 'range ' || t.name, t.start_ns, t.end_ns, false
+  FROM nvtx_tree t JOIN chosen c ON c.pid = t.pid AND c.marker_key = hash('range', t.name)
+  WHERE t.depth = 0)
+SELECT pid, tid, name, start_ns,
+       coalesce(lead(start_ns) OVER (PARTITION BY pid ORDER BY start_ns), end_ns) AS end_ns, gpu_clock
+FROM named;
 
 DROP TABLE library_range_names;
 
