@@ -114,6 +114,7 @@ CREATE TABLE library_ranges(domain VARCHAR, pattern VARCHAR, library VARCHAR);
 INSERT INTO library_ranges VALUES
   ('TSL', '%', 'XLA (JAX, TensorFlow): executables, thunks and compiler passes'),
   ('NCCL', '%', 'NCCL collectives'),
+  ('CCCL', '%', 'CUB and Thrust device algorithms (CuPy, RAPIDS, PyTorch sorts)'),
   (NULL, 'aten::%', 'PyTorch operators (emit_nvtx, record_function)'),
   (NULL, 'autograd::%', 'PyTorch autograd engine'),
   (NULL, 'nn.Module: %', 'PyTorch module hooks');
