@@ -424,9 +424,11 @@ FROM nvtx_process_cover WHERE pid IS NOT NULL AND start_ns IS NOT NULL;
 -- Per (side, key): the buckets' origin and width, and the last bucket's number. A time t's
 -- bucket is t // w - t0 // w: monotonic in t, and in BIGINT for any times, as w is at least 2
 -- (a broken export's times can lie further apart than BIGINT holds: the span is a HUGEINT).
+-- Two buckets a row, at most a million a key: each bucket is a group of lists below, and the
+-- twenty million of a thread with five million NVTX ranges ran out of 4 GB.
 CREATE TEMP VIEW time_lookup_width_rows AS
 WITH spans AS (SELECT side, k1, k2, min(t) AS t0, max(t) AS t1, count(*) AS n FROM time_lookup_rows GROUP BY ALL),
-widths AS (SELECT *, greatest((t1::HUGEINT - t0) // (2 * n), 2)::BIGINT AS w FROM spans)
+widths AS (SELECT *, greatest((t1::HUGEINT - t0) // least(2 * n, 1000000), 2)::BIGINT AS w FROM spans)
 SELECT side, k1, k2, t0, w, t1 // w - t0 // w AS last_b FROM widths;
 CREATE TEMP TABLE time_lookup_widths AS FROM time_lookup_width_rows;
 
