@@ -59,7 +59,9 @@ rated AS (
          p.steady_calls, p.steady_total_ns, p.steady_median_ns,
          coalesce(l.steady_gpu_ns, 0) AS steady_launched_gpu_ns,
          round(p.steady_total_ns / nullif(l.steady_gpu_ns, 0), 3) AS steady_api_to_gpu_ratio,
-         has_steady.yes AS judged_on_steady_state
+         has_steady.yes AS judged_on_steady_state,
+         -- every call before the steady state: a one-off start-up cost, which no loop advice fits
+         coalesce(p.steady_calls, 0) = 0 AND has_steady.yes AS start_up_only
   FROM per_api p CROSS JOIN total CROSS JOIN has_steady LEFT JOIN launched l ON l.api = p.api),
 with_cause AS (
   SELECT *,
