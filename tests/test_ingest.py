@@ -223,7 +223,7 @@ def test_time_lookups_are_the_asof_join():
             LEFT JOIN time_lookup_widths w ON w.side = {side} AND w.k1 = p.key AND w.k2 = 0
             LEFT JOIN time_lookup_buckets b ON b.side = {side} AND b.k1 = p.key AND b.k2 = 0
               AND b.b = lookup_bucket(p.t, w.t0, w.w, w.last_b)
-            LEFT JOIN time_lookup_rows r ON r.side = {side} AND r.i = lookup_row(b.ts, b.ids, b.prior, p.t)"""
+            LEFT JOIN time_lookup_rows r ON r.side = {side} AND r.i = lookup_row(b.ts, b.first_i, b.prior, p.t)"""
 
     cases = [(bucketed(2, "v1"), "SELECT p.i, s.range_id FROM probes p ASOF LEFT JOIN nvtx_stack_points s ON s.global_tid = p.key AND s.ts <= p.t"),
              (bucketed(1, "v1"), "SELECT p.i, s.step FROM probes p ASOF LEFT JOIN steps s ON s.pid = p.key AND s.start_ns <= p.t"),

@@ -233,6 +233,34 @@ FROM blocking_calls WHERE pid IS NOT NULL AND tid IS NOT NULL AND end_ns IS NOT 
 INSERT INTO time_lookup_widths FROM time_lookup_width_rows WHERE side = 3;
 INSERT INTO time_lookup_buckets FROM time_lookup_bucket_rows WHERE side = 3;
 
+-- Each gap's lookups (time_lookup_rows' sides, phases.sql) in two statements, for fewer hash
+-- tables at once: the buckets first, giving the numbers of the rows looked up, then the rows. (One
+-- statement held every side's rows and buckets at once: on a thread with five million NVTX ranges
+-- it ran out of 1 GB.) Hash joins on the gap rows, none sorting them; the chain carries numbers
+-- only (a range's id, not its name: strings cost several times their numbers in every operator),
+-- names are joined last.
+CREATE TABLE gap_row_numbers AS
+WITH keyed AS (
+  SELECT g.*, g.start_ns + (g.end_ns - g.start_ns) // 2 AS mid_ns FROM raw_gaps g)
+SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.next_kind, g.mid_ns,
+       lookup_row(bs.ts, bs.first_i, bs.prior, g.start_ns) AS step_i,
+       lookup_row(bp.ts, bp.first_i, bp.prior, g.mid_ns) AS range_i,
+       lookup_row(bb.ts, bb.first_i, bb.prior, g.end_ns) AS blocking_i,
+       lookup_row(bc.ts, bc.first_i, bc.prior, g.mid_ns) AS cover_i
+FROM keyed g
+LEFT JOIN time_lookup_widths ws ON ws.side = 1 AND ws.k1 = g.pid AND ws.k2 = 0
+LEFT JOIN time_lookup_buckets bs
+  ON bs.side = 1 AND bs.k1 = g.pid AND bs.k2 = 0 AND bs.b = lookup_bucket(g.start_ns, ws.t0, ws.w, ws.last_b)
+LEFT JOIN time_lookup_widths wp ON wp.side = 2 AND wp.k1 = g.global_tid AND wp.k2 = 0
+LEFT JOIN time_lookup_buckets bp
+  ON bp.side = 2 AND bp.k1 = g.global_tid AND bp.k2 = 0 AND bp.b = lookup_bucket(g.mid_ns, wp.t0, wp.w, wp.last_b)
+LEFT JOIN time_lookup_widths wb ON wb.side = 3 AND wb.k1 = g.pid AND wb.k2 = g.tid
+LEFT JOIN time_lookup_buckets bb
+  ON bb.side = 3 AND bb.k1 = g.pid AND bb.k2 = g.tid AND bb.b = lookup_bucket(g.end_ns, wb.t0, wb.w, wb.last_b)
+LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = g.pid AND wc.k2 = 0
+LEFT JOIN time_lookup_buckets bc
+  ON bc.side = 4 AND bc.k1 = g.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(g.mid_ns, wc.t0, wc.w, wc.last_b);
+
 -- One row per GPU idle gap of a (device, process) of at least dispatch_gap_ns (settings.sql):
 -- between two gpu_busy intervals, with what the host thread that ended it (the one launching
 -- the next GPU operation) was doing meanwhile. Per-thread host states (CUDA API and OS calls,
@@ -273,34 +301,18 @@ INSERT INTO time_lookup_buckets FROM time_lookup_bucket_rows WHERE side = 3;
 -- @column next_kind: kind of the GPU operation that ends the gap (gpu_activity.kind: kernel,
 -- memcpy, memset or graph): what the host was issuing when the GPU got work again
 CREATE TABLE idle_gaps AS
--- the lookups (time_lookup_rows' sides) as hash joins on the gap rows, none sorting them; the
--- chain carries numbers only (a range's id, not its name: strings cost several times their
--- numbers in every operator), names are joined last. A gap whose thread was in no range takes the
--- innermost range of the thread of the process that was in one then (nvtx_process_cover).
-WITH keyed AS (
-  SELECT g.*, g.start_ns + (g.end_ns - g.start_ns) // 2 AS mid_ns FROM raw_gaps g),
-own AS (
-  SELECT g.gap_id, g.device_id, g.pid, g.tid, g.start_ns, g.end_ns, g.duration_ns, g.next_kind, g.mid_ns,
+-- The rows those numbers name. A gap whose thread was in no range takes the innermost range of
+-- the thread of the process that was in one then (nvtx_process_cover).
+WITH own AS (
+  SELECT g.* EXCLUDE (step_i, range_i, blocking_i, cover_i),
          CASE WHEN g.start_ns < rs.v2 THEN rs.v1 END AS step, rp.v1 AS own_range_id,
          rb.v1 >= g.start_ns AS after_blocking, rb.n1 AS blocking_api, rb.n2 AS blocking_kind,
          rb.v1 AS blocking_end_ns, rb.v2 AS blocking_wait_ns, rc.v1 AS cover_end, rc.v2 AS cover_tid
-  FROM keyed g
-  LEFT JOIN time_lookup_widths ws ON ws.side = 1 AND ws.k1 = g.pid AND ws.k2 = 0
-  LEFT JOIN time_lookup_buckets bs
-    ON bs.side = 1 AND bs.k1 = g.pid AND bs.k2 = 0 AND bs.b = lookup_bucket(g.start_ns, ws.t0, ws.w, ws.last_b)
-  LEFT JOIN time_lookup_rows rs ON rs.side = 1 AND rs.i = lookup_row(bs.ts, bs.ids, bs.prior, g.start_ns)
-  LEFT JOIN time_lookup_widths wp ON wp.side = 2 AND wp.k1 = g.global_tid AND wp.k2 = 0
-  LEFT JOIN time_lookup_buckets bp
-    ON bp.side = 2 AND bp.k1 = g.global_tid AND bp.k2 = 0 AND bp.b = lookup_bucket(g.mid_ns, wp.t0, wp.w, wp.last_b)
-  LEFT JOIN time_lookup_rows rp ON rp.side = 2 AND rp.i = lookup_row(bp.ts, bp.ids, bp.prior, g.mid_ns)
-  LEFT JOIN time_lookup_widths wb ON wb.side = 3 AND wb.k1 = g.pid AND wb.k2 = g.tid
-  LEFT JOIN time_lookup_buckets bb
-    ON bb.side = 3 AND bb.k1 = g.pid AND bb.k2 = g.tid AND bb.b = lookup_bucket(g.end_ns, wb.t0, wb.w, wb.last_b)
-  LEFT JOIN time_lookup_rows rb ON rb.side = 3 AND rb.i = lookup_row(bb.ts, bb.ids, bb.prior, g.end_ns)
-  LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = g.pid AND wc.k2 = 0
-  LEFT JOIN time_lookup_buckets bc
-    ON bc.side = 4 AND bc.k1 = g.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(g.mid_ns, wc.t0, wc.w, wc.last_b)
-  LEFT JOIN time_lookup_rows rc ON rc.side = 4 AND rc.i = lookup_row(bc.ts, bc.ids, bc.prior, g.mid_ns)),
+  FROM gap_row_numbers g
+  LEFT JOIN time_lookup_rows rs ON rs.side = 1 AND rs.i = g.step_i
+  LEFT JOIN time_lookup_rows rp ON rp.side = 2 AND rp.i = g.range_i
+  LEFT JOIN time_lookup_rows rb ON rb.side = 3 AND rb.i = g.blocking_i
+  LEFT JOIN time_lookup_rows rc ON rc.side = 4 AND rc.i = g.cover_i),
 looked AS (
   SELECT g.* EXCLUDE (own_range_id, cover_end, cover_tid, mid_ns),
          coalesce(g.own_range_id, CASE WHEN g.cover_end > g.mid_ns THEN rq.v1 END) AS range_id
@@ -308,7 +320,7 @@ looked AS (
   LEFT JOIN time_lookup_widths wq ON wq.side = 2 AND wq.k1 = CASE WHEN g.own_range_id IS NULL THEN g.cover_tid END AND wq.k2 = 0
   LEFT JOIN time_lookup_buckets bq
     ON bq.side = 2 AND bq.k1 = wq.k1 AND bq.k2 = 0 AND bq.b = lookup_bucket(g.mid_ns, wq.t0, wq.w, wq.last_b)
-  LEFT JOIN time_lookup_rows rq ON rq.side = 2 AND rq.i = lookup_row(bq.ts, bq.ids, bq.prior, g.mid_ns)),
+  LEFT JOIN time_lookup_rows rq ON rq.side = 2 AND rq.i = lookup_row(bq.ts, bq.first_i, bq.prior, g.mid_ns)),
 classed AS (
   SELECT g.*, r.name AS nvtx_range, coalesce(p.sync_ns, 0) AS sync_ns, coalesce(p.copy_ns, 0) AS copy_ns,
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
@@ -400,6 +412,7 @@ CREATE MACRO gap_cause_text(cause, detail) AS
 -- Intermediates, dropped once used: the big ones (a row per gap or host call) live in the
 -- database file, as temporary tables hold the ingest memory limit and spill uncompressed; the
 -- small ones are temporary.
+DROP TABLE gap_row_numbers;
 DROP TABLE gap_states;
 DROP TABLE gap_ranges;
 DROP TABLE gap_thread_offsets;

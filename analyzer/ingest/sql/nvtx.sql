@@ -4,6 +4,25 @@
 -- work launched from it and the GPU busy time during it. Linear in ranges + operations: sorts,
 -- window functions, ASOF joins (sort-merge) and bucketed lookups, never an interval join.
 
+-- Each GPU operation with the numbers of the rows its lookups find (time_lookup_rows, phases.sql):
+-- its thread's stack point and its process's cover at its launch. Apart from the rows' values
+-- (range_op_sums), so that one statement does not hold every side's rows and buckets at once: on a
+-- thread with five million NVTX ranges that ran out of 500 MB.
+CREATE TABLE op_row_numbers AS
+WITH ops AS (
+  SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
+         launch_start_ns
+  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL)
+SELECT o.*, lookup_row(bp.ts, bp.first_i, bp.prior, o.launch_start_ns) AS range_i,
+       lookup_row(bc.ts, bc.first_i, bc.prior, o.launch_start_ns) AS cover_i
+FROM ops o
+LEFT JOIN time_lookup_widths wp ON wp.side = 2 AND wp.k1 = o.global_tid AND wp.k2 = 0
+LEFT JOIN time_lookup_buckets bp
+  ON bp.side = 2 AND bp.k1 = o.global_tid AND bp.k2 = 0 AND bp.b = lookup_bucket(o.launch_start_ns, wp.t0, wp.w, wp.last_b)
+LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = o.pid AND wc.k2 = 0
+LEFT JOIN time_lookup_buckets bc
+  ON bc.side = 4 AND bc.k1 = o.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(o.launch_start_ns, wc.t0, wc.w, wc.last_b);
+
 -- GPU operations by the innermost open push/pop range on the launching thread at their launch
 -- call (its API call's start): the one open after the last NVTX event at or before the launch
 -- (nvtx_stack_points). Summed per (range, process, device, kind, name, in the steady state or
@@ -15,21 +34,11 @@
 -- from in the program's words (nvtx_op_time). range_id alone is nsys's same-thread projection.
 -- The lookups are hash joins on the operations (time_lookup_rows, phases.sql), none sorting them.
 CREATE TABLE range_op_sums AS
-WITH ops AS (
-  SELECT pid, global_pid + launch_tid AS global_tid, device_id, kind, name, start_ns, end_ns, duration_ns,
-         launch_start_ns
-  FROM gpu_activity WHERE launch_tid IS NOT NULL AND launch_start_ns IS NOT NULL),
-own AS (
-  SELECT o.*, rp.v1 AS range_id, rc.v1 AS cover_end, rc.v2 AS cover_tid
-  FROM ops o
-  LEFT JOIN time_lookup_widths wp ON wp.side = 2 AND wp.k1 = o.global_tid AND wp.k2 = 0
-  LEFT JOIN time_lookup_buckets bp
-    ON bp.side = 2 AND bp.k1 = o.global_tid AND bp.k2 = 0 AND bp.b = lookup_bucket(o.launch_start_ns, wp.t0, wp.w, wp.last_b)
-  LEFT JOIN time_lookup_rows rp ON rp.side = 2 AND rp.i = lookup_row(bp.ts, bp.ids, bp.prior, o.launch_start_ns)
-  LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = o.pid AND wc.k2 = 0
-  LEFT JOIN time_lookup_buckets bc
-    ON bc.side = 4 AND bc.k1 = o.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(o.launch_start_ns, wc.t0, wc.w, wc.last_b)
-  LEFT JOIN time_lookup_rows rc ON rc.side = 4 AND rc.i = lookup_row(bc.ts, bc.ids, bc.prior, o.launch_start_ns)),
+WITH own AS (
+  SELECT o.* EXCLUDE (range_i, cover_i), rp.v1 AS range_id, rc.v1 AS cover_end, rc.v2 AS cover_tid
+  FROM op_row_numbers o
+  LEFT JOIN time_lookup_rows rp ON rp.side = 2 AND rp.i = o.range_i
+  LEFT JOIN time_lookup_rows rc ON rc.side = 4 AND rc.i = o.cover_i),
 placed AS (
   SELECT o.* EXCLUDE (cover_end, cover_tid),
          coalesce(o.range_id, CASE WHEN o.cover_end > o.launch_start_ns THEN rq.v1 END) AS op_range_id
@@ -37,7 +46,7 @@ placed AS (
   LEFT JOIN time_lookup_widths wq ON wq.side = 2 AND wq.k1 = CASE WHEN o.range_id IS NULL THEN o.cover_tid END AND wq.k2 = 0
   LEFT JOIN time_lookup_buckets bq
     ON bq.side = 2 AND bq.k1 = wq.k1 AND bq.k2 = 0 AND bq.b = lookup_bucket(o.launch_start_ns, wq.t0, wq.w, wq.last_b)
-  LEFT JOIN time_lookup_rows rq ON rq.side = 2 AND rq.i = lookup_row(bq.ts, bq.ids, bq.prior, o.launch_start_ns))
+  LEFT JOIN time_lookup_rows rq ON rq.side = 2 AND rq.i = lookup_row(bq.ts, bq.first_i, bq.prior, o.launch_start_ns))
 SELECT o.range_id, o.op_range_id, o.pid, o.device_id, o.kind, o.name,
        o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AS steady,
        count(*) AS ops, sum(o.duration_ns::DOUBLE)::BIGINT AS gpu_ns,
@@ -167,3 +176,4 @@ LEFT JOIN children c USING (range_id);
 DROP TABLE nvtx_inclusive_ops;
 DROP TABLE nvtx_direct_ops;
 DROP TABLE range_op_sums;
+DROP TABLE op_row_numbers;

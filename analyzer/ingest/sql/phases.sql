@@ -432,23 +432,27 @@ widths AS (SELECT *, greatest((t1::HUGEINT - t0) // least(2 * n, 1000000), 2)::B
 SELECT side, k1, k2, t0, w, t1 // w - t0 // w AS last_b FROM widths;
 CREATE TEMP TABLE time_lookup_widths AS FROM time_lookup_width_rows;
 
--- Every bucket of every (side, key), with the rows started in it (times and numbers, in order)
--- and the number of the last row before it.
+-- Every bucket of every (side, key), with the times of the rows started in it (in no order), the
+-- number of its first row and the number of the last row before it. A key's rows are numbered in
+-- time order, so a bucket's rows are numbered first_i, first_i + 1, ...: the last at or before t
+-- is first_i - 1 + the count of its times <= t. (Lists sorted by number cost an ordered
+-- aggregate's state per bucket: a million buckets ran out of 1 GB. Carrying the rows' values in
+-- the buckets, so that a lookup needs no join on the rows, ran out of 1 GB too.)
 CREATE TEMP VIEW time_lookup_bucket_rows AS
 WITH in_bucket AS (
-  SELECT r.side, r.k1, r.k2, r.t // w.w - w.t0 // w.w AS b, list(r.t ORDER BY r.i) AS ts, list(r.i ORDER BY r.i) AS ids
+  SELECT r.side, r.k1, r.k2, r.t // w.w - w.t0 // w.w AS b, list(r.t) AS ts, min(r.i) AS first_i, max(r.i) AS last_i
   FROM time_lookup_rows r JOIN time_lookup_widths w USING (side, k1, k2) GROUP BY ALL)
-SELECT w.side, w.k1, w.k2, g.b, i.ts, i.ids,
-       last_value(i.ids[-1] IGNORE NULLS) OVER (PARTITION BY w.side, w.k1, w.k2 ORDER BY g.b
+SELECT w.side, w.k1, w.k2, g.b, i.ts, i.first_i,
+       last_value(i.last_i IGNORE NULLS) OVER (PARTITION BY w.side, w.k1, w.k2 ORDER BY g.b
                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prior
 FROM time_lookup_widths w CROSS JOIN LATERAL (SELECT unnest(range(0, w.last_b + 1)) AS b) g
 LEFT JOIN in_bucket i ON i.side = w.side AND i.k1 = w.k1 AND i.k2 = w.k2 AND i.b = g.b;
 CREATE TEMP TABLE time_lookup_buckets AS FROM time_lookup_bucket_rows;
 
 -- A time's bucket (NULL before the key's first row), and the number of the last row at or
--- before it in that bucket's list, else the bucket's prior.
+-- before it in that bucket, else the bucket's prior.
 CREATE TEMP MACRO lookup_bucket(t, t0, w, last_b) AS CASE WHEN t >= t0 THEN least(t // w - t0 // w, last_b) END;
-CREATE TEMP MACRO lookup_row(ts, ids, prior, t) AS coalesce(ids[len(list_filter(ts, x -> x <= t))], prior);
+CREATE TEMP MACRO lookup_row(ts, first_i, prior, t) AS coalesce(first_i - 1 + nullif(len(list_filter(ts, x -> x <= t)), 0), prior);
 
 -- One row per (process, device): its GPU busy time inside the process's steady-state window,
 -- the denominator of the steady-state shares that several rules report.
