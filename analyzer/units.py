@@ -27,14 +27,20 @@ def size(b: float | None) -> str:
     if b is None:
         return "n/a"
     b = float(b)
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(b) >= scale:
             return f"{b / scale:.3g} {unit}"
     return f"{b:.0f} B"
 
 
 def rate(bytes_per_s: float | None) -> str:
-    return "n/a" if bytes_per_s is None else f"{float(bytes_per_s) / 1e9:.3g} GB/s"
+    if bytes_per_s is None:
+        return "n/a"
+    v = float(bytes_per_s)
+    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v / 1e3:.3g} kB/s"
 
 
 def pct(p: float | None) -> str:

@@ -53,6 +53,9 @@ CAUSE_RULES = {
     "network-input": {"input-pipeline-stall"},
     # processes time-slicing one GPU
     "shared-gpu": {"shared-gpu"},
+    # round fourteen: memsets most of a busy GPU's step; managed memory migrating every iteration
+    # (the host's touches of managed pages are host time; the migrations are transfer-share's)
+    "memsets": {"transfer-share"}, "managed-memory": {"idle-gap-causes", "transfer-share"},
 }
 
 

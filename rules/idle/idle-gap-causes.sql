@@ -22,6 +22,27 @@ by_range AS (
   LEFT JOIN off_gpu o ON o.device_id = g.device_id AND o.pid = g.pid AND o.end_ns = g.start_ns
   LEFT JOIN onto_gpu b ON b.device_id = g.device_id AND b.pid = g.pid AND b.start_ns = g.end_ns
   WHERE g.in_steady_state GROUP BY ALL),
+-- where a cause's idle time falls step by step: the steps in which it alone idles the GPU
+-- stall_step_factor times the process's median step or longer (stall steps), and how regularly
+-- they come
+by_step AS (
+  SELECT g.device_id, g.pid, g.cause, g.detail, g.step, sum(g.duration_ns) AS ns
+  FROM idle_gaps g WHERE g.in_steady_state AND g.step IS NOT NULL GROUP BY ALL),
+steady_steps AS (
+  SELECT t.pid, count(*) AS steps, median(t.duration_ns) AS median_step_ns
+  FROM steps t JOIN steady_state s USING (pid)
+  WHERE t.start_ns >= s.start_ns AND t.end_ns <= s.end_ns GROUP BY t.pid),
+stall_steps AS (
+  SELECT b.*, t.steps, b.step - lag(b.step) OVER (PARTITION BY b.device_id, b.pid, b.cause, b.detail ORDER BY b.step) AS apart
+  FROM by_step b JOIN steady_steps t ON t.pid = b.pid
+  WHERE b.ns > $stall_step_factor * t.median_step_ns),
+stalls AS (
+  SELECT device_id, pid, cause, detail, any_value(steps) AS steady_steps,
+         count(*) AS stall_steps, sum(ns) AS stall_ns, min(ns) AS stall_min_ns, max(ns) AS stall_max_ns,
+         string_agg(step::VARCHAR, ', ' ORDER BY step) AS stall_step_numbers,
+         -- every k-th step: the stall steps' spacing, where it is always the same
+         CASE WHEN count(*) >= 3 AND min(apart) = max(apart) THEN min(apart) END AS stall_every
+  FROM stall_steps GROUP BY ALL),
 -- the OS-call gaps in which the thread reaps a child process (waitpid after reading its output:
 -- subprocess.run), whatever call held most of the gap
 reaped AS (
@@ -87,6 +108,9 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        -- back; computation after each wait; short round trips after waits; or host code alone
        CASE WHEN c.cause IN ('nvtx', 'untraced') THEN
          CASE WHEN coalesce(p.roundtrip_ns, 0) >= 0.5 * c.idle_ns THEN 'round trip'
+              -- most of it in a few steps, each idle longer than a usual step: a periodic stall
+              WHEN st.stall_ns >= $stall_idle_pct / 100.0 * c.idle_ns
+                   AND st.stall_steps * 100 <= $stall_steps_pct * st.steady_steps THEN 'stalls in a few steps'
               WHEN coalesce(p.after_blocking_ns, 0) >= 0.5 * c.idle_ns
                 THEN CASE WHEN coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) >= $host_compute_gap_ns
                           THEN 'computes after waits' ELSE 'waits' END
@@ -98,6 +122,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
        coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
        coalesce(p.roundtrip_ns, 0) AS roundtrip_ns,
+       st.steady_steps, st.stall_steps, st.stall_step_numbers, st.stall_every, st.stall_ns, st.stall_min_ns, st.stall_max_ns,
+       CASE WHEN st.stall_every IS NOT NULL THEN ', every ' || st.stall_every || ' steps' ELSE '' END AS stall_every_text,
        coalesce(h.samples, 0) AS cpu_samples, h.hot_code, h.hot_pct,
        CASE WHEN h.samples IS NOT NULL THEN ' CPU samples in these gaps (' || h.samples || '): ' || h.top_functions || '.'
             ELSE '' END AS samples_text,
@@ -113,6 +139,8 @@ LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = 
                   AND p.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
+LEFT JOIN stalls st ON st.device_id = c.device_id AND st.pid = c.pid AND st.cause = c.cause
+                   AND st.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN reaped r ON c.cause = 'os-call' AND r.device_id = c.device_id AND r.pid = c.pid AND r.detail = c.detail
 -- most of the time in gaps that end with reaping a child: the thread waits for that child
 CROSS JOIN LATERAL (SELECT coalesce(r.ns >= 0.5 * c.idle_ns, false) AND os_wait_kind(c.detail) <> 'child process' AS waits) child

@@ -1,10 +1,12 @@
 -- One row per transfer kind (memcpy direction, or memset), most GPU time first, totals as in
 -- nsys's summaries. pid and device_id: the process and device with most of the kind's time; how
 -- much of it the step waits for (copies under compute kernels are hidden) is their budget's
--- copies slice, which findings claim.
+-- copies slice (memsets: its memsets slice), which findings claim: a copy kind's share of it is
+-- at most its own GPU time in that steady state, so that start-up copies of one kind never take
+-- the exposure of another kind's steady-state copies.
 WITH ops AS (
-  SELECT pid, device_id, kind, host_memory, duration_ns, bytes FROM memcpys
-  UNION ALL SELECT pid, device_id, 'memset', NULL, duration_ns, bytes FROM memsets),
+  SELECT pid, device_id, kind, host_memory, start_ns, duration_ns, bytes FROM memcpys
+  UNION ALL SELECT pid, device_id, 'memset', NULL, start_ns, duration_ns, bytes FROM memsets),
 -- where copies run side by side (several copy engines) their summed time can pass the busy time:
 -- a share is then taken of the larger
 busy AS (SELECT nullif(greatest((SELECT sum(duration_ns) FROM device_busy), (SELECT sum(duration_ns) FROM ops)), 0)
@@ -16,8 +18,14 @@ steady AS (
                        / nullif(sum(m.bytes), 0), 2) AS steady_pageable_bytes_pct
   FROM memcpys m JOIN steady_state s ON s.pid = m.pid
   WHERE m.start_ns >= s.start_ns AND m.start_ns < s.end_ns GROUP BY m.kind),
+-- each kind's GPU time in the steady state, per (device, process)
+steady_time AS (
+  SELECT o.device_id, o.pid, o.kind, sum(o.duration_ns) AS steady_ns
+  FROM ops o JOIN steady_state s ON s.pid = o.pid
+  WHERE o.start_ns >= s.start_ns AND o.start_ns < s.end_ns GROUP BY ALL),
 -- copy time no kernel hides, per (device, process), from the step-time budget
-exposed AS (SELECT device_id, pid, sum(ns) FILTER (WHERE cause IN ('copies', 'memsets')) AS exposed_ns,
+exposed AS (SELECT device_id, pid, coalesce(sum(ns) FILTER (WHERE cause = 'copies'), 0) AS copies_ns,
+                   coalesce(sum(ns) FILTER (WHERE cause = 'memsets'), 0) AS memsets_ns,
                    coalesce(sum(ns) FILTER (WHERE cause NOT IN ('copies', 'memsets')), 0) AS kernel_ns,
                    any_value(window_ns) AS window_ns
             FROM budget WHERE kind = 'gpu' GROUP BY ALL),
@@ -36,11 +44,17 @@ SELECT arg_max(pid, (duration_ns, -pid, -device_id)) AS pid, arg_max(device_id, 
        round(100.0 * coalesce(sum(bytes) FILTER (WHERE host_memory = 'pageable'), 0)
              / nullif(sum(bytes), 0), 2) AS pageable_bytes_pct
 FROM ops CROSS JOIN busy
-GROUP BY kind)
-SELECT k.*, coalesce(e.exposed_ns, 0) AS exposed_ns,
+GROUP BY kind),
+mine AS (
+  SELECT k.*, coalesce(CASE WHEN k.kind = 'memset' THEN e.memsets_ns ELSE least(e.copies_ns, t.steady_ns) END, 0)
+                AS exposed_ns,
+         e.kernel_ns, e.window_ns, st.steady_pageable_bytes_pct
+  FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
+  LEFT JOIN steady_time t USING (device_id, pid, kind))
+SELECT * EXCLUDE (kernel_ns, window_ns, steady_pageable_bytes_pct),
        -- copies moved beside the kernels hide at most behind the kernels' own time
-       least(coalesce(e.exposed_ns, 0), coalesce(e.kernel_ns, 0)) AS overlap_ns,
-       round(100.0 * coalesce(e.exposed_ns, 0) / nullif(e.window_ns, 0), 2) AS exposed_window_pct,
-       st.steady_pageable_bytes_pct
-FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
-ORDER BY k.total_ns DESC, k.kind
+       least(exposed_ns, coalesce(kernel_ns, 0)) AS overlap_ns,
+       round(100.0 * exposed_ns / nullif(window_ns, 0), 2) AS exposed_window_pct,
+       steady_pageable_bytes_pct
+FROM mine
+ORDER BY total_ns DESC, kind
