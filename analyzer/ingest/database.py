@@ -67,6 +67,7 @@ ALIASES = {
     "CUPTI_ACTIVITY_KIND_MEMSET": "memset", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": "sync",
     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": "graph", "CUPTI_ACTIVITY_KIND_RUNTIME": "runtime",
     "NVTX_EVENTS": "nvtx", "OSRT_API": "osrt", "COMPOSITE_EVENTS": "samples", "SAMPLING_CALLCHAINS": "frames", "CUDA_GPU_MEMORY_USAGE_EVENTS": "memusage",
+    "CUDA_UM_CPU_PAGE_FAULT_EVENTS": "um_cpu_faults", "CUDA_UM_GPU_PAGE_FAULT_EVENTS": "um_gpu_faults",
     "TARGET_INFO_GPU": "gpu", "TARGET_INFO_CUDA_GPU": "cuda_gpu", "TARGET_INFO_CUDA_DEVICE": "cuda_device",
     "PROCESSES": "processes", "ThreadNames": "threads", "META_DATA_EXPORT": "meta_export",
     "EXPORT_META_DATA": "export_meta", "META_DATA_CAPTURE": "capture", "TARGET_INFO_SYSTEM_ENV": "sysenv",

@@ -50,6 +50,10 @@ SOURCES: dict[str, dict[str, str]] = {
         "start": BIG, "globalPid": BIG, "deviceId": BIG, "address": BIG, "bytes": BIG,
         "memKind": BIG, "memoryOperationType": BIG, "correlationId": BIG,
     },
+    "CUDA_UM_CPU_PAGE_FAULT_EVENTS": {"start": BIG, "globalPid": BIG},
+    "CUDA_UM_GPU_PAGE_FAULT_EVENTS": {
+        "start": BIG, "end": BIG, "globalPid": BIG, "deviceId": BIG, "numberOfPageFaults": BIG,
+    },
     "TARGET_INFO_GPU": {
         "id": BIG, "deviceId": BIG, "cuDevice": BIG, "name": TXT, "busLocation": TXT,
         "totalMemory": BIG, "memoryBandwidth": BIG, "clockRate": BIG, "smCount": BIG,

@@ -43,6 +43,18 @@ stalls AS (
          -- every k-th step: the stall steps' spacing, where it is always the same
          CASE WHEN count(*) >= 3 AND min(apart) = max(apart) THEN min(apart) END AS stall_every
   FROM stall_steps GROUP BY ALL),
+-- the host code gaps in which the process took CPU page faults on managed memory (each fault to
+-- the gap started last before it, when the gap is still open then)
+fault_gaps AS (
+  SELECT g.device_id, g.pid, g.cause, g.detail, g.start_ns, any_value(g.duration_ns) AS ns, count(*) AS faults
+  FROM um_page_faults f
+  ASOF JOIN (SELECT * FROM idle_gaps WHERE in_steady_state AND cause IN ('nvtx', 'untraced')) g
+    ON g.pid = f.pid AND g.start_ns <= f.start_ns
+  WHERE f.side = 'cpu' AND f.start_ns < g.end_ns
+  GROUP BY ALL),
+faulted AS (
+  SELECT device_id, pid, cause, detail, count(*) AS fault_gaps, sum(faults) AS cpu_faults, sum(ns) AS fault_gap_ns
+  FROM fault_gaps GROUP BY ALL),
 -- the OS-call gaps in which the thread reaps a child process (waitpid after reading its output:
 -- subprocess.run), whatever call held most of the gap
 reaped AS (
@@ -107,7 +119,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        -- what host code between GPU work looks like, for the advice: data through the host and
        -- back; computation after each wait; short round trips after waits; or host code alone
        CASE WHEN c.cause IN ('nvtx', 'untraced') THEN
-         CASE WHEN coalesce(p.roundtrip_ns, 0) >= 0.5 * c.idle_ns THEN 'round trip'
+         CASE WHEN coalesce(fl.fault_gap_ns, 0) >= 0.5 * c.idle_ns THEN 'managed memory faults'
+              WHEN coalesce(p.roundtrip_ns, 0) >= 0.5 * c.idle_ns THEN 'round trip'
               -- most of it in a few steps, each idle longer than a usual step: a periodic stall
               WHEN st.stall_ns >= $stall_idle_pct / 100.0 * c.idle_ns
                    AND st.stall_steps * 100 <= $stall_steps_pct * st.steady_steps THEN 'stalls in a few steps'
@@ -122,6 +135,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
        coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
        coalesce(p.roundtrip_ns, 0) AS roundtrip_ns,
+       coalesce(fl.cpu_faults, 0) AS cpu_page_faults, coalesce(fl.fault_gaps, 0) AS fault_gaps,
+       coalesce(fl.fault_gap_ns, 0) AS fault_gap_ns,
        st.steady_steps, st.stall_steps, st.stall_step_numbers, st.stall_every, st.stall_ns, st.stall_min_ns, st.stall_max_ns,
        CASE WHEN st.stall_every IS NOT NULL THEN ', every ' || st.stall_every || ' steps' ELSE '' END AS stall_every_text,
        coalesce(h.samples, 0) AS cpu_samples, h.hot_code, h.hot_pct,
@@ -139,6 +154,8 @@ LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = 
                   AND p.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
+LEFT JOIN faulted fl ON fl.device_id = c.device_id AND fl.pid = c.pid AND fl.cause = c.cause
+                     AND fl.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN stalls st ON st.device_id = c.device_id AND st.pid = c.pid AND st.cause = c.cause
                    AND st.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN reaped r ON c.cause = 'os-call' AND r.device_id = c.device_id AND r.pid = c.pid AND r.detail = c.detail

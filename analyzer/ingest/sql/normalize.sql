@@ -590,6 +590,25 @@ SELECT nsys_pid(e.globalPid) AS pid, e.deviceId AS device_id, e.start AS ts_ns, 
        e.correlationId AS correlation_id
 FROM src_memusage e LEFT JOIN mem_kind mk ON mk.id = e.memKind;
 
+-- One row per unified-memory page fault record (--cuda-um-cpu-page-faults, --cuda-um-gpu-page-faults):
+-- the host or a GPU touching managed memory whose pages live on the other side, which migrates
+-- them. A CPU record is one fault at an instant, and names no thread; a GPU record groups the
+-- faults of one page over a span.
+-- sources: CUDA_UM_CPU_PAGE_FAULT_EVENTS, CUDA_UM_GPU_PAGE_FAULT_EVENTS
+-- @column side: cpu or gpu, where the fault happened
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal of a GPU fault; NULL for a CPU fault
+-- @column start_ns: start on the session clock, ns
+-- @column end_ns: end on the session clock (a CPU fault's start), ns
+-- @column faults: page faults the record counts
+CREATE TABLE um_page_faults AS
+SELECT 'cpu' AS side, nsys_pid(globalPid) AS pid, NULL::BIGINT AS device_id, start AS start_ns, start AS end_ns,
+       1::BIGINT AS faults
+FROM src_um_cpu_faults WHERE start > 0
+UNION ALL
+SELECT 'gpu', nsys_pid(globalPid), deviceId, start, "end", coalesce(numberOfPageFaults, 1)
+FROM src_um_gpu_faults WHERE start > 0 AND "end" >= start;
+
 -- One row per GPU, keyed by the CUDA ordinal that GPU rows carry as deviceId. TARGET_INFO_GPU.id
 -- is not always that ordinal (nsys-schema.md 1.2): mapped through TARGET_INFO_CUDA_DEVICE, then
 -- cuDevice. GPUs seen only in GPU activity get a row with NULL properties.
