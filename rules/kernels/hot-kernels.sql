@@ -13,6 +13,15 @@ per_kernel AS (
          coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
   FROM kernels GROUP BY name),
 total AS (SELECT nullif(sum(total_ns), 0) AS all_ns FROM per_kernel),
+-- GPU page faults on managed memory (um_page_faults) during a kernel's launches: each fault to the
+-- kernel started last before it on its device, when that kernel still runs then
+faulting AS (
+  SELECT k.name, k.device_id, k.start_ns, any_value(k.duration_ns) AS ns, sum(f.faults) AS faults
+  FROM um_page_faults f ASOF JOIN kernels k ON k.device_id = f.device_id AND k.start_ns <= f.start_ns
+  WHERE f.side = 'gpu' AND f.start_ns < k.end_ns GROUP BY ALL),
+faulted AS (
+  SELECT name, sum(faults) AS gpu_page_faults, count(*) AS faulted_launches, sum(ns) AS faulted_ns
+  FROM faulting GROUP BY name),
 -- each kernel with its class, and the kernels of its short name (a template's instantiations: a
 -- sort's block sizes) together
 per_short AS (
@@ -29,6 +38,8 @@ SELECT name,
        round(100.0 * total_ns / total.all_ns, 2) AS share_pct,
        row_number() OVER (ORDER BY total_ns DESC, name) AS rank,
        class, pid, device_id,
+       coalesce(u.gpu_page_faults, 0) AS gpu_page_faults, coalesce(u.faulted_launches, 0) AS faulted_launches,
+       round(100.0 * coalesce(u.faulted_ns, 0) / nullif(total_ns, 0), 1) AS faulted_pct,
        f.family, f.op, f.format, f.path,
        -- already at tensor-core rate in a format a program sensibly keeps (TF32 is the fp32
        -- model's tensor-core format): no change of format or unit is called for, and what
@@ -53,5 +64,5 @@ SELECT name,
        name_other AND round(100.0 * name_total_ns / total.all_ns, 2) >= $dominant_pct AND 2 * name_top_ns >= name_total_ns
          AS dominant
 FROM per_short CROSS JOIN total LEFT JOIN home USING (name)
-LEFT JOIN kernel_formats f USING (name)
+LEFT JOIN kernel_formats f USING (name) LEFT JOIN faulted u USING (name)
 ORDER BY total_ns DESC, name
