@@ -3,7 +3,8 @@
 WITH totals AS (SELECT device_id, pid, sum(idle_ns) AS all_idle_ns FROM idle_gap_causes GROUP BY ALL),
 -- the GPU operations of each steady state: host code before most of them is a per-operation cost
 ops AS (
-  SELECT a.device_id, a.pid, count(*) AS ops FROM gpu_activity a JOIN steady_state s USING (pid)
+  SELECT a.device_id, a.pid, count(*) AS ops, count(*) FILTER (WHERE a.kind = 'graph') AS graphs
+  FROM gpu_activity a JOIN steady_state s USING (pid)
   WHERE a.start_ns >= s.start_ns AND a.start_ns < s.end_ns GROUP BY ALL),
 -- copies of at least roundtrip_min_bytes off the GPU (by where they end) and onto it (by where
 -- they start): a gap between two such is a round trip of data through the host
@@ -131,7 +132,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
                 THEN 'per operation'
               ELSE 'host code' END END AS host_pattern,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
-       coalesce(o.ops, 0) AS window_ops, c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
+       coalesce(o.ops, 0) AS window_ops, coalesce(o.graphs, 0) AS window_graphs, c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
        coalesce(p.after_blocking_ns, 0) AS after_blocking_ns,
        coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) AS after_blocking_mean_ns,
        coalesce(p.roundtrip_ns, 0) AS roundtrip_ns,

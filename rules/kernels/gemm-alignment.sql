@@ -22,12 +22,19 @@ per AS (
   FROM kernels k JOIN ss USING (pid)
   JOIN (SELECT *, align * bytes < 16 AS narrow FROM math) m USING (name)
   WHERE k.start_ns >= ss.start_ns AND k.start_ns < ss.end_ns
-  GROUP BY k.device_id, k.pid)
+  GROUP BY k.device_id, k.pid),
+-- the architecture a kernel's name says it was built for (cutlass_80_..., sm80_...), against the
+-- device's: a kernel built for an older GPU is a fallback, whatever the sizes
+arch AS (
+  SELECT p.*, nullif(regexp_extract(p.top_kernel, '(?:cutlass_|sm)(\d\d)_', 1), '')::INTEGER AS kernel_arch,
+         d.compute_major * 10 + d.compute_minor AS device_arch
+  FROM per p LEFT JOIN devices d USING (device_id))
 SELECT device_id, pid, format, align_bytes, narrow_kernels, narrow_ns, math_ns, window_ns,
        -- (kernels side by side on several streams sum past the window: then the share is of their sum)
        round(100.0 * narrow_ns / greatest(window_ns, math_ns), 2) AS narrow_window_pct,
        round(100.0 * narrow_ns / nullif(math_ns, 0), 2) AS narrow_math_pct,
-       top_kernel, 16 // bytes AS multiple
-FROM per
+       top_kernel, 16 // bytes AS multiple, kernel_arch, device_arch,
+       coalesce(kernel_arch < device_arch, false) AS older_arch
+FROM arch
 WHERE narrow_kernels > 0
 ORDER BY narrow_ns DESC, device_id, pid

@@ -79,8 +79,10 @@ SELECT n.pid, n.name, style, instances, wall_ns, avg_ns, median_ns, min_ns, max_
        round(100.0 * coalesce(p.os_wait_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS os_wait_pct,
        round(100.0 * coalesce(p.sync_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS sync_pct,
        round(100.0 * coalesce(c.file_io_ns, 0) / nullif(p.place_idle_ns, 0), 2) AS file_io_pct,
-       -- (of whole gaps, so it may pass the budget's share of them: capped)
-       least(round(100.0 * coalesce(c.capture_ns, 0) / nullif(p.place_idle_ns, 0), 2), 100) AS capture_pct,
+       -- (of whole gaps, so it may pass the budget's share of them: capped; NULL without idle time
+       -- of its own, as least() skips a NULL)
+       CASE WHEN p.place_idle_ns > 0
+            THEN least(round(100.0 * coalesce(c.capture_ns, 0) / p.place_idle_ns, 2), 100) END AS capture_pct,
        coalesce(c.top_calls, 'host code (no traced call)') AS top_calls,
        row_number() OVER (PARTITION BY n.pid ORDER BY coalesce(p.place_idle_ns, 0) DESC, steady_idle_ns DESC,
                                                     wall_ns DESC, n.name) AS idle_rank
