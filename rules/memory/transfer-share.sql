@@ -11,18 +11,17 @@ WITH ops AS (
 -- a share is then taken of the larger
 busy AS (SELECT nullif(greatest((SELECT sum(duration_ns) FROM device_busy), (SELECT sum(duration_ns) FROM ops)), 0)
                   AS busy_ns),
--- the share of bytes touching pageable memory over the steady state only: start-up copies
--- (model.to(), a checkpoint load) are often pageable where the loop's are pinned
-steady AS (
-  SELECT m.kind, round(100.0 * coalesce(sum(m.bytes) FILTER (WHERE m.host_memory = 'pageable'), 0)
-                       / nullif(sum(m.bytes), 0), 2) AS steady_pageable_bytes_pct
-  FROM memcpys m JOIN steady_state s ON s.pid = m.pid
-  WHERE m.start_ns >= s.start_ns AND m.start_ns < s.end_ns GROUP BY m.kind),
--- each kind's GPU time in the steady state, per (device, process)
+-- each kind's GPU time and bytes in the steady state, per (device, process)
 steady_time AS (
-  SELECT o.device_id, o.pid, o.kind, sum(o.duration_ns) AS steady_ns
+  SELECT o.device_id, o.pid, o.kind, sum(o.duration_ns) AS steady_ns, sum(o.bytes) AS bytes,
+         coalesce(sum(o.bytes) FILTER (WHERE o.host_memory = 'pageable'), 0) AS pageable_bytes
   FROM ops o JOIN steady_state s ON s.pid = o.pid
   WHERE o.start_ns >= s.start_ns AND o.start_ns < s.end_ns GROUP BY ALL),
+-- the share of a copy kind's bytes touching pageable memory over the steady state only: start-up
+-- copies (model.to(), a checkpoint load) are often pageable where the loop's are pinned
+steady AS (
+  SELECT kind, round(100.0 * sum(pageable_bytes) / nullif(sum(bytes), 0), 2) AS steady_pageable_bytes_pct
+  FROM steady_time WHERE kind <> 'memset' GROUP BY kind),
 -- copy time no kernel hides, per (device, process), from the step-time budget
 exposed AS (SELECT device_id, pid, coalesce(sum(ns) FILTER (WHERE cause = 'copies'), 0) AS copies_ns,
                    coalesce(sum(ns) FILTER (WHERE cause = 'memsets'), 0) AS memsets_ns,
@@ -46,8 +45,9 @@ SELECT arg_max(pid, (duration_ns, -pid, -device_id)) AS pid, arg_max(device_id, 
 FROM ops CROSS JOIN busy
 GROUP BY kind),
 mine AS (
-  SELECT k.*, coalesce(CASE WHEN k.kind = 'memset' THEN e.memsets_ns ELSE least(e.copies_ns, t.steady_ns) END, 0)
-                AS exposed_ns,
+  -- (least() skips a NULL: a kind with no steady-state time claims none)
+  SELECT k.*, coalesce(CASE WHEN k.kind = 'memset' THEN e.memsets_ns
+                            ELSE least(e.copies_ns, coalesce(t.steady_ns, 0)) END, 0) AS exposed_ns,
          e.kernel_ns, e.window_ns, st.steady_pageable_bytes_pct
   FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
   LEFT JOIN steady_time t USING (device_id, pid, kind))
