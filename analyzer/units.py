@@ -34,13 +34,7 @@ def size(b: float | None) -> str:
 
 
 def rate(bytes_per_s: float | None) -> str:
-    if bytes_per_s is None:
-        return "n/a"
-    v = float(bytes_per_s)
-    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6)):
-        if abs(v) >= scale:
-            return f"{v / scale:.3g} {unit}"
-    return f"{v / 1e3:.3g} kB/s"
+    return "n/a" if bytes_per_s is None else size(bytes_per_s) + "/s"
 
 
 def pct(p: float | None) -> str:
