@@ -111,6 +111,36 @@ def test_short_gaps_go_to_the_call_that_ends_them(name, tmp_path):
         t.close()
 
 
+def _steps_of_kernels(kernels_per_step: int, host_gap_ns: int) -> dict:
+    """Twelve 100 us-kernel steps in NVTX ranges, each kernel launched after host_gap_ns of host code."""
+    tid, pid = 281476654432356, 281476654432256
+    nvtx, api, kernels, t, corr = [], [], [], 1_000_000, 0
+    for _ in range(12):
+        start = t
+        for _ in range(kernels_per_step):
+            corr += 1
+            t += host_gap_ns
+            api.append({"start": t, "end": t + 3_000, "eventClass": 0, "globalTid": tid, "correlationId": corr, "nameId": 1})
+            kernels.append({"start": t + 5_000, "end": t + 105_000, "deviceId": 0, "contextId": 1, "streamId": 7,
+                            "correlationId": corr, "globalPid": pid, "demangledName": 2, "shortName": 2})
+            t += 105_000
+        nvtx.append({"start": start, "end": t, "eventType": 59, "text": "step", "globalTid": tid})
+    return {"strings": {1: "cudaLaunchKernel_v7000", 2: "step_kernel"}, "NVTX_EVENTS": nvtx,
+            "CUPTI_ACTIVITY_KIND_RUNTIME": api, "CUPTI_ACTIVITY_KIND_KERNEL": kernels}
+
+
+@pytest.mark.parametrize(("kernels_per_step", "cause"), [(1, "host code"), (8, "launch")])
+def test_short_gaps_are_launch_overhead_only_between_many_operations(kernels_per_step, cause, tmp_path):
+    """A 60 us host gap before each of many operations a step is the cost of issuing them; before the
+    step's one operation (a graph replay, a single kernel) it is the step's host code (launch_ops_per_step)."""
+    t = open_trace(write_export(expand(_steps_of_kernels(kernels_per_step, 60_000)), tmp_path / "x.sqlite"))
+    try:
+        top = t.con.execute("SELECT cause, place FROM budget WHERE kind = 'idle' ORDER BY ns DESC LIMIT 1").fetchone()
+        assert top == (cause, "step")
+    finally:
+        t.close()
+
+
 # Kernels whose names carry a half-precision type but do no matrix math (real names from the
 # corpus): a format word alone does not make tensor-core math; GEMMs keep their class.
 KERNEL_CLASSES = [

@@ -1,18 +1,13 @@
 -- One row per process: the steady-state steps that load new GPU code (cuModuleLoad*,
 -- cuLibraryLoad*: kernels compiled or first used now) and take far longer than the steps that
 -- do not, with what they did meanwhile; or, where (almost) every step loads code, those steps.
+-- A step's time is its period on the critical path (step_profile), not its host span: a host
+-- that runs ahead returns from most steps at once and waits for the GPU in a few (an .item()
+-- behind queued work), which is no compilation's cost.
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
-st AS (
-  SELECT s.pid, s.step, s.start_ns, s.end_ns, s.duration_ns
-  FROM steps s JOIN ss USING (pid) WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns),
-loads AS (SELECT pid, start_ns FROM api_calls WHERE category = 'module' AND is_module_load(api)),
--- programs started (compilers); a fork is a worker process (step_churn's worker start-up)
-spawns AS (SELECT pid, start_ns FROM osrt_calls WHERE process_start(name) = 'program'),
+-- spawns: programs started (compilers); a fork is a worker process (step_churn's worker start-up)
 per_step AS (
-  SELECT st.*,
-         (SELECT count(*) FROM loads l WHERE l.pid = st.pid AND l.start_ns >= st.start_ns AND l.start_ns < st.end_ns) AS module_loads,
-         (SELECT count(*) FROM spawns p WHERE p.pid = st.pid AND p.start_ns >= st.start_ns AND p.start_ns < st.end_ns) AS spawns
-  FROM st),
+  SELECT pid, step, period_ns AS duration_ns, module_loads, spawns FROM step_profile WHERE timed),
 typical AS (
   SELECT pid, median(duration_ns) FILTER (WHERE module_loads = 0) AS clean_median_ns, count(*) AS steps
   FROM per_step GROUP BY pid),

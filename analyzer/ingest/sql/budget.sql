@@ -154,17 +154,19 @@ CREATE TABLE budget_classes AS SELECT rank, cause AS class FROM budget_causes WH
 -- The budget's settings, by name: their rows of settings.sql, which declares each with its type,
 -- unit, range and reason (`nsys-diagnose explain settings`). bound: gpu-bound at or above
 -- gpu_bound_pct busy, host-bound at or below host_bound_pct, else mixed; moot_busy_pct
--- (fix_facts); launch_gap_ns (the idle causes).
+-- (fix_facts); launch_gap_ns and launch_ops_per_step (the idle causes).
 -- sources: always
 -- @column name: setting name (settings.name)
 -- @column value: setting value (% or ns, as its name says)
 CREATE TABLE budget_settings AS SELECT name, value FROM settings WHERE read_by = 'budget_settings';
 
--- Each (device, process) with GPU work in its process's steady state.
+-- Each (device, process) with GPU work in its process's steady state, with the GPU operations
+-- of its busy intervals there per step (NULL without steps).
 CREATE TEMP TABLE budget_windows AS
-SELECT DISTINCT b.device_id, b.pid, s.start_ns AS w0, s.end_ns AS w1
+SELECT b.device_id, b.pid, s.start_ns AS w0, s.end_ns AS w1, sum(b.ops) / any_value(s.steps) AS ops_per_step
 FROM gpu_busy b JOIN steady_state s ON s.pid = b.pid
-WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns AND s.end_ns > s.start_ns;
+WHERE b.device_id IS NOT NULL AND b.end_ns > s.start_ns AND b.start_ns < s.end_ns AND s.end_ns > s.start_ns
+GROUP BY b.device_id, b.pid, s.start_ns, s.end_ns;
 
 -- The window's GPU busy time in segments, each held by one class (r, budget_classes' rank).
 -- Almost every busy interval (gpu_busy) is a single operation: its class holds it, with no sweep.
@@ -271,10 +273,12 @@ gaps AS (
 -- (the settings as scalar subqueries: a join with their row was planned as a nested loop)
 with_settings AS (
   SELECT g.*, (SELECT value FROM phase_settings WHERE name = 'dispatch_gap_ns') AS min_gap_ns,
-         (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns
-  FROM gaps g),
+         (SELECT value FROM budget_settings WHERE name = 'launch_gap_ns') AS launch_gap_ns,
+         coalesce(w.ops_per_step >= (SELECT value FROM budget_settings WHERE name = 'launch_ops_per_step'), true)
+           AS many_ops
+  FROM gaps g JOIN budget_windows w USING (device_id, pid)),
 waits AS (
-  SELECT *, ns < min_gap_ns AS dispatch, gap_ns < launch_gap_ns AS short_gap,
+  SELECT *, ns < min_gap_ns AS dispatch, gap_ns < launch_gap_ns AND many_ops AS short_gap,
          CASE WHEN next_kind IN ('memcpy', 'memset') THEN 'copy' ELSE 'launch' END AS issue_cause,
          CASE WHEN gap_ns IS NULL OR ns < min_gap_ns THEN 0
               WHEN after_blocking_api IS NOT NULL

@@ -62,6 +62,10 @@ INSERT INTO settings VALUES
   ('launch_gap_ns', 100000, 'int', 'ns', 0, NULL, 'budget_settings',
    'An idle gap this short, between operations the host issues one by one, is the per-operation cost '
    'of issuing work (framework dispatch plus the launch call), whatever the thread was doing in it.'),
+  ('launch_ops_per_step', 4, 'float', 'count', 0, NULL, 'budget_settings',
+   'Short gaps are the per-operation cost of issuing work only where the steady state issues at least '
+   'this many GPU operations a step; with fewer (one CUDA graph replay a step), a short gap is host '
+   'work of the step''s own, named by what the thread did in it.'),
   ('moot_busy_pct', 95, 'float', '%', 0, 100, 'budget_settings',
    'Launch and sync fixes are moot at or above this GPU busy share (fix_facts): the GPU has no idle '
    'time for them to win.'),
