@@ -29,7 +29,8 @@ SELECT g.pid, g.device_id, g.kind, g.count, g.bytes, g.total_ns,
        CASE WHEN p.rate IS NULL THEN 'assumed' ELSE 'measured' END AS pinned_rate_source,
        round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s))::BIGINT AS pinned_est_ns,
        greatest(0, g.total_ns - round(g.bytes * 1e9 / coalesce(p.rate, $pinned_bytes_per_s)))::BIGINT AS est_saving_ns,
-       t.top_range, coalesce(' from NVTX range "' || t.top_range || '"', '') AS where_text
+       t.top_range, coalesce(' from NVTX range "' || t.top_range || '"', '') AS where_text,
+       coalesce(f.framework, 'other') AS framework
 FROM grouped g LEFT JOIN steady_busy b USING (pid, device_id) LEFT JOIN pinned p USING (device_id, kind)
-LEFT JOIN top_range t USING (pid, device_id, kind)
+LEFT JOIN top_range t USING (pid, device_id, kind) LEFT JOIN process_frameworks f USING (pid)
 ORDER BY g.total_ns DESC, g.pid, g.device_id, g.kind

@@ -51,10 +51,10 @@ mine AS (
          e.kernel_ns, e.window_ns, st.steady_pageable_bytes_pct
   FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
   LEFT JOIN steady_time t USING (device_id, pid, kind))
-SELECT * EXCLUDE (kernel_ns, window_ns, steady_pageable_bytes_pct),
+SELECT m.* EXCLUDE (kernel_ns, window_ns, steady_pageable_bytes_pct),
        -- copies moved beside the kernels hide at most behind the kernels' own time
        least(exposed_ns, coalesce(kernel_ns, 0)) AS overlap_ns,
        round(100.0 * exposed_ns / nullif(window_ns, 0), 2) AS exposed_window_pct,
-       steady_pageable_bytes_pct
-FROM mine
+       steady_pageable_bytes_pct, coalesce(f.framework, 'other') AS framework
+FROM mine m LEFT JOIN process_frameworks f USING (pid)
 ORDER BY total_ns DESC, kind

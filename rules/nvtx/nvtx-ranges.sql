@@ -2,9 +2,12 @@
 -- (nested ranges included, attributed by the launch call's time on the launching thread), and
 -- the GPU busy and idle time during its instances in the steady state.
 WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
+-- (not a library's ranges in a domain of its own, XLA's, NCCL's, CUB's: its internals, not the
+-- program's phases; library_ranges)
 r AS (
   SELECT r.*, (r.start_ns >= ss.start_ns AND r.start_ns < ss.end_ns) AS steady, ss.window_ns, ss.end_ns AS steady_end_ns
-  FROM nvtx_range_stats r LEFT JOIN ss USING (pid)),
+  FROM nvtx_range_stats r LEFT JOIN ss USING (pid)
+  WHERE NOT EXISTS (SELECT 1 FROM library_ranges l WHERE l.domain IS NOT NULL AND l.domain = r.domain AND r.name LIKE l.pattern)),
 -- Instances of one name that overlap (a range open on several threads at once) cover the same
 -- time: their steady-state wall time once, as the union of the instances, up to the window's end.
 spans AS (

@@ -261,6 +261,20 @@ LEFT JOIN time_lookup_widths wc ON wc.side = 4 AND wc.k1 = g.pid AND wc.k2 = 0
 LEFT JOIN time_lookup_buckets bc
   ON bc.side = 4 AND bc.k1 = g.pid AND bc.k2 = 0 AND bc.b = lookup_bucket(g.mid_ns, wc.t0, wc.w, wc.last_b);
 
+-- Library ranges in a domain of their own (library_ranges: XLA's compiler passes and thunks, NCCL,
+-- CUB) name a library's internals, not a place in the program: a gap inside one is placed in its
+-- innermost ancestor that is not such a range (NULL where there is none). Walks up the few
+-- library ranges only; an export without them does one scan of the range names.
+CREATE TEMP TABLE library_places AS
+WITH RECURSIVE lib AS (
+  SELECT t.range_id, t.parent_id FROM nvtx_tree t
+  JOIN library_ranges l ON l.domain IS NOT NULL AND l.domain = t.domain AND t.name LIKE l.pattern),
+up AS (
+  SELECT range_id, parent_id AS place_id FROM lib
+  UNION ALL
+  SELECT u.range_id, l.parent_id FROM up u JOIN lib l ON l.range_id = u.place_id)
+SELECT range_id, place_id FROM up WHERE place_id IS NULL OR place_id NOT IN (SELECT range_id FROM lib);
+
 -- One row per GPU idle gap of a (device, process) of at least dispatch_gap_ns (settings.sql):
 -- between two gpu_busy intervals, with what the host thread that ended it (the one launching
 -- the next GPU operation) was doing meanwhile. Per-thread host states (CUDA API and OS calls,
@@ -284,7 +298,9 @@ LEFT JOIN time_lookup_buckets bc
 -- while capturing, is its Begin Capture call), the NVTX range for nvtx, NULL for untraced
 -- @column nvtx_range: innermost push/pop range open at the gap's middle on the thread, else (NVTX
 -- ranges are per thread, and helper threads work for the step the main thread is in) on the
--- thread of the process inside a range then; NULL when no thread of the process was in one
+-- thread of the process inside a range then; NULL when no thread of the process was in one. A
+-- library's range in a domain of its own (XLA, NCCL, CUB: library_ranges) gives way to its
+-- innermost ancestor that is not one (library_places)
 -- @column sync_ns: time of the thread in sync calls inside the gap, ns
 -- @column copy_ns: time in memcpy and memset calls inside the gap, ns
 -- @column launch_ns: time in launch calls inside the gap, ns
@@ -326,7 +342,8 @@ classed AS (
          coalesce(p.launch_ns, 0) AS launch_ns, coalesce(p.allocation_ns, 0) AS allocation_ns,
          coalesce(p.module_ns, 0) AS module_ns, coalesce(p.api_ns, 0) AS api_ns, coalesce(p.osrt_ns, 0) AS osrt_ns,
          p.top_state, p.top_name, coalesce(p.top_ns, 0) AS top_ns
-  FROM looked g LEFT JOIN gap_states p USING (gap_id) LEFT JOIN nvtx_tree r ON r.range_id = g.range_id)
+  FROM looked g LEFT JOIN gap_states p USING (gap_id) LEFT JOIN library_places lp ON lp.range_id = g.range_id
+  LEFT JOIN nvtx_tree r ON r.range_id = CASE WHEN lp.range_id IS NULL THEN g.range_id ELSE lp.place_id END)
 SELECT c.device_id, c.pid, c.tid, c.start_ns, c.end_ns, c.duration_ns,
        (c.start_ns >= ss.start_ns AND c.end_ns <= ss.end_ns) AS in_steady_state, c.step,
        CASE WHEN c.top_ns > c.duration_ns - c.sync_ns - c.copy_ns - c.launch_ns - c.allocation_ns - c.module_ns
@@ -413,6 +430,7 @@ CREATE MACRO gap_cause_text(cause, detail) AS
 -- database file, as temporary tables hold the ingest memory limit and spill uncompressed; the
 -- small ones are temporary.
 DROP TABLE gap_row_numbers;
+DROP TABLE library_places;
 DROP TABLE gap_states;
 DROP TABLE gap_ranges;
 DROP TABLE gap_thread_offsets;

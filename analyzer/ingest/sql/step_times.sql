@@ -11,6 +11,11 @@ CREATE MACRO process_start(name) AS
 -- now), by its API name.
 CREATE MACRO is_module_load(api) AS regexp_matches(api, '^cu(da)?(Module|Library)Load');
 
+-- An NVTX range in which a library compiles GPU code, by its domain and name: XLA's compilation of
+-- a module (jax.jit, tf.function), whose passes run on worker threads while the calling thread
+-- waits inside it.
+CREATE MACRO is_compile_range(domain, name) AS coalesce(domain = 'TSL' AND name LIKE 'XlaCompile:%', false);
+
 -- The GPU operations of each step (see step_times), one pass shared by step_times and
 -- step_profile: one row per (step, operation kind, name, launch shape), the grain both need.
 -- shape: a hash of a kernel's grid and block sizes (0 for other operations).
@@ -115,6 +120,9 @@ FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid);
 -- @column kernels: kernels launched in the step, count
 -- @column kernel_names: distinct kernel names among them, count
 -- @column new_kernel_names: of those, names the process runs here for the first time, count
+-- @column triton_names: of those, Triton kernels (triton_*: Inductor's, torch.compile), count
+-- @column cudnn_generated_names: of those, kernels cuDNN compiles at run time (cudnn_generated_*:
+-- its runtime-fusion engines and SDPA, built for each new shape), count
 -- @column shapes: distinct (name, grid, block) among them, count
 -- @column kernel_ns: their summed GPU durations, ns
 -- @column kernel_set: a signature of the set of kernel names (equal sets, equal signatures)
@@ -125,6 +133,8 @@ FROM s LEFT JOIN owned o USING (pid, step) JOIN clock c USING (pid);
 -- @column load_ns: their summed durations, ns
 -- @column spawns: programs started in the step (posix_spawn, vfork, execve: compilers; 0 without OS tracing), count
 -- @column forks: copies of the process started in the step (fork: worker processes; 0 without OS tracing), count
+-- @column compile_ranges: NVTX ranges in which a library compiles GPU code (is_compile_range: XLA)
+-- started in the step, count
 -- @column marks_start_ns: start of the first event call, module load or spawn of the step, ns; NULL without one
 -- @column marks_end_ns: end of the last of them, ns; NULL without one
 CREATE TABLE step_profile AS
@@ -134,7 +144,9 @@ named AS (SELECT pid, step, name, sum(n) AS n, sum(ns) AS ns FROM shaped GROUP B
 firsts AS (SELECT pid, name, min(step) AS first_step FROM named GROUP BY ALL),
 per_name AS (
   SELECT n.pid, n.step, sum(n.n)::BIGINT AS kernels, count(*) AS kernel_names, sum(n.ns)::BIGINT AS kernel_ns,
-         count(*) FILTER (WHERE f.first_step = n.step) AS new_kernel_names, bit_xor(hash(n.name)) AS kernel_set
+         count(*) FILTER (WHERE f.first_step = n.step) AS new_kernel_names, bit_xor(hash(n.name)) AS kernel_set,
+         count(*) FILTER (WHERE n.name LIKE 'triton\_%' ESCAPE '\') AS triton_names,
+         count(*) FILTER (WHERE n.name LIKE 'cudnn\_generated%' ESCAPE '\') AS cudnn_generated_names
   FROM named n JOIN firsts f USING (pid, name) GROUP BY ALL),
 per_shape AS (
   SELECT pid, step, count(*) AS shapes, max(last_end_ns) AS last_end_ns, bit_xor(hash(name, shape)) AS shape_set
@@ -148,29 +160,35 @@ bounds AS (
 marks AS (
   SELECT pid, start_ns, end_ns, (category = 'sync' OR api LIKE '%Event%') AND api NOT LIKE '%StreamWaitEvent%' AS search,
          api LIKE '%Event%' AND api NOT LIKE '%StreamWaitEvent%' AS event,
-         is_module_load(api) AS load, false AS spawn, false AS fork, duration_ns
+         is_module_load(api) AS load, false AS spawn, false AS fork, false AS compile, duration_ns
   FROM api_calls WHERE category IN ('event', 'sync', 'module')
   UNION ALL
-  SELECT pid, start_ns, end_ns, false, false, false, process_start(name) = 'program', process_start(name) = 'fork', 0
-  FROM osrt_calls WHERE process_start(name) IS NOT NULL),
+  SELECT pid, start_ns, end_ns, false, false, false, process_start(name) = 'program', process_start(name) = 'fork', false, 0
+  FROM osrt_calls WHERE process_start(name) IS NOT NULL
+  UNION ALL
+  SELECT pid, start_ns, end_ns, false, false, false, false, false, true, 0
+  FROM nvtx_ranges WHERE domain = 'TSL' AND is_compile_range(domain, name)),
 per_marks AS (
   SELECT s.pid, s.step, count(*) FILTER (WHERE m.search) AS search_calls, count(*) FILTER (WHERE m.load) AS module_loads,
          sum(m.duration_ns) FILTER (WHERE m.load) AS load_ns,
          count(*) FILTER (WHERE m.spawn) AS spawns, count(*) FILTER (WHERE m.fork) AS forks,
+         count(*) FILTER (WHERE m.compile) AS compile_ranges,
          min(m.start_ns) FILTER (WHERE m.event OR m.load OR m.spawn OR m.fork) AS marks_start_ns,
          max(m.end_ns) FILTER (WHERE m.event OR m.load OR m.spawn OR m.fork) AS marks_end_ns
   FROM marks m ASOF JOIN st s ON m.pid = s.pid AND m.start_ns >= s.start_ns
-  WHERE m.search OR m.load OR m.spawn OR m.fork GROUP BY ALL)
+  WHERE m.search OR m.load OR m.spawn OR m.fork OR m.compile GROUP BY ALL)
 SELECT b.pid, b.step, b.start_ns, b.bound_ns,
        lead(b.bound_ns) OVER (PARTITION BY b.pid ORDER BY b.step) - b.bound_ns AS period_ns,
        coalesce(b.step > 1 AND b.start_ns >= w.start_ns AND b.start_ns < w.end_ns
                 AND lead(b.bound_ns) OVER (PARTITION BY b.pid ORDER BY b.step) IS NOT NULL, false) AS timed,
        coalesce(k.kernels, 0) AS kernels, coalesce(k.kernel_names, 0) AS kernel_names,
-       coalesce(k.new_kernel_names, 0) AS new_kernel_names, coalesce(p.shapes, 0) AS shapes,
+       coalesce(k.new_kernel_names, 0) AS new_kernel_names, coalesce(k.triton_names, 0) AS triton_names,
+       coalesce(k.cudnn_generated_names, 0) AS cudnn_generated_names, coalesce(p.shapes, 0) AS shapes,
        coalesce(k.kernel_ns, 0) AS kernel_ns, coalesce(k.kernel_set, 0) AS kernel_set, coalesce(p.shape_set, 0) AS shape_set,
        coalesce(m.search_calls, 0) AS search_calls, coalesce(m.module_loads, 0) AS module_loads,
        coalesce(m.load_ns, 0)::BIGINT AS load_ns,
-       coalesce(m.spawns, 0) AS spawns, coalesce(m.forks, 0) AS forks, m.marks_start_ns, m.marks_end_ns
+       coalesce(m.spawns, 0) AS spawns, coalesce(m.forks, 0) AS forks, coalesce(m.compile_ranges, 0) AS compile_ranges,
+       m.marks_start_ns, m.marks_end_ns
 FROM bounds b LEFT JOIN steady_state w USING (pid) LEFT JOIN per_name k USING (pid, step)
 LEFT JOIN per_shape p USING (pid, step) LEFT JOIN per_marks m USING (pid, step);
 

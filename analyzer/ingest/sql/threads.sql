@@ -32,3 +32,29 @@ WHERE c.cap_ns BETWEEN 1000000 AND 50000000
 GROUP BY w.pid, w.tid
 HAVING count(*) FILTER (WHERE w.duration_ns >= 0.9 * c.cap_ns) >= 10
    AND sum(w.duration_ns) FILTER (WHERE w.duration_ns >= 0.9 * c.cap_ns) >= 0.5 * sum(w.duration_ns);
+
+-- The framework each process runs, where names in the trace say it: PyTorch's threads (pt_autograd_0,
+-- pt_data_worker, pt_main_thread) or kernels (at::native, c10 templates, Inductor's triton_poi/red/per/tem);
+-- JAX's Python XLA client threads (py_xla_callback); TensorFlow's threads (tf_*, which JAX's XLA
+-- runtime has too: only without a py_xla thread); CuPy's generated kernels (cupy_*). Rules word
+-- their advice for it; a process none of these name (raw CUDA, a custom extension, CuPy with only
+-- its RawKernels) has no row, and gets advice in general terms.
+-- sources: CUPTI_ACTIVITY_KIND_KERNEL, ThreadNames
+-- @column pid: OS process id
+-- @column framework: pytorch, jax, tensorflow or cupy (the first of them in this order that the
+-- process shows)
+CREATE TABLE process_frameworks AS
+WITH named AS (
+  SELECT name, CASE WHEN regexp_matches(name, 'at::native::|at::cuda::|c10::|^triton_(poi|red|per|tem)_') THEN 'pytorch'
+                    WHEN name LIKE 'cupy\_%' ESCAPE '\' THEN 'cupy' END AS framework
+  FROM kernel_names),
+signs AS (
+  SELECT DISTINCT k.pid, n.framework FROM kernels k JOIN named n ON n.name = k.name WHERE n.framework IS NOT NULL
+  UNION ALL
+  SELECT pid, CASE WHEN name LIKE 'pt\_%' ESCAPE '\' THEN 'pytorch' WHEN name LIKE 'py\_xla%' ESCAPE '\' THEN 'jax'
+                   WHEN name LIKE 'tf\_%' ESCAPE '\' THEN 'tensorflow' END
+  FROM threads),
+per_pid AS (SELECT pid, list(DISTINCT framework) AS seen FROM signs WHERE framework IS NOT NULL AND pid IS NOT NULL GROUP BY pid)
+SELECT pid, CASE WHEN list_contains(seen, 'pytorch') THEN 'pytorch' WHEN list_contains(seen, 'jax') THEN 'jax'
+                 WHEN list_contains(seen, 'tensorflow') THEN 'tensorflow' ELSE 'cupy' END AS framework
+FROM per_pid;
