@@ -149,8 +149,10 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        c.window_ns,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
-       row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank
+       row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank,
+       coalesce(fw.framework, 'other') AS framework
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
+LEFT JOIN process_frameworks fw ON fw.pid = c.pid
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid

@@ -62,7 +62,10 @@ SELECT name,
        -- (one of them holding most of the name's time: a sort's block sizes are one kernel, the
        -- dozens of loop bodies of a generic launcher such as par_ranged2d_kernel are not)
        name_other AND round(100.0 * name_total_ns / total.all_ns, 2) >= $dominant_pct AND 2 * name_top_ns >= name_total_ns
-         AS dominant
+         AS dominant,
+       -- the trace's framework, where its processes agree on one
+       coalesce((SELECT CASE WHEN count(DISTINCT framework) = 1 THEN any_value(framework) END FROM process_frameworks),
+                'other') AS framework
 FROM per_short CROSS JOIN total LEFT JOIN home USING (name)
 LEFT JOIN kernel_formats f USING (name) LEFT JOIN faulted u USING (name)
 ORDER BY total_ns DESC, name
