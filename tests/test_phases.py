@@ -71,6 +71,28 @@ def test_named_step_ranges_are_steps_and_first_step_is_startup(tmp_path):
     assert steady[0]["first_step_ns"] == 100_000_000 and steady[0]["steps"] == 4
 
 
+def test_steps_left_open_by_a_lost_pop_stay_one_loop(tmp_path):
+    # 9 "train_step" ranges of 10 ms; every 3rd one's pop is lost, so it stays open to the end of
+    # the capture (nsys ends it there) and the later ones nest one level deeper each time: three
+    # at each of three depths, each a "train_step" inside a "train_step"
+    capture_end, nvtx, t = 200_000_000, [], 1_000_000
+    for i in range(9):
+        nvtx.append(_push(t, capture_end if i % 3 == 2 else t + 10_000_000, "train_step"))
+        nvtx.append(_push(t + 1_000_000, t + 2_000_000, "forward"))
+        t += 11_000_000
+    trace = _trace(tmp_path, {"strings": {1: "k"}, "NVTX_EVENTS": nvtx})
+    try:
+        depths = _rows(trace, "SELECT DISTINCT depth FROM nvtx_tree WHERE name = 'train_step' ORDER BY depth")
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+    finally:
+        trace.close()
+    assert [d["depth"] for d in depths] == [0, 1, 2]
+    assert [s["start_ns"] for s in steps] == [1_000_000 + 11_000_000 * i for i in range(9)]
+    # an open step ends where the next one starts; the last one where nsys ended it
+    assert [s["duration_ns"] for s in steps] == [10_000_000, 10_000_000, 11_000_000] * 2 + [10_000_000, 10_000_000,
+                                                                                            capture_end - 89_000_000]
+
+
 def test_repeating_sequence_opens_steps_at_its_first_range(tmp_path):
     # "Data Loading" / "Model Computation" / "Backward Pass" four times, no step-named range;
     # "setup" once before (not a loop)

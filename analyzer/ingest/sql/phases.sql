@@ -129,22 +129,37 @@ CREATE TABLE step_names AS
 SELECT n.name, min(sp.priority) AS priority
 FROM (SELECT DISTINCT name FROM nvtx_tree) n JOIN step_patterns sp ON n.name ILIKE sp.pattern GROUP BY n.name;
 
+-- Ranges named as steps, each with the depth its group is keyed on. A step range nested in one of
+-- its own name on the same thread means a lost pop (an exception skipped range_pop): that step
+-- never closed, and every later one sits a level deeper. Such a name is grouped at its shallowest
+-- depth, so that the steps stay one loop however deep the stack has climbed.
+CREATE TEMP TABLE step_hits AS
+WITH hits AS (
+  SELECT t.range_id, t.pid, t.tid, t.global_tid, t.name, t.start_ns, t.end_ns, t.parent_id,
+         coalesce(t.depth, 0) AS depth, sn.priority
+  FROM nvtx_tree t JOIN step_names sn USING (name)),
+self_nested AS (
+  SELECT DISTINCT c.global_tid, c.name FROM hits c JOIN hits p ON p.range_id = c.parent_id AND p.name = c.name)
+SELECT h.*, CASE WHEN s.name IS NULL THEN h.depth
+                 ELSE min(h.depth) OVER (PARTITION BY h.global_tid, h.name) END AS group_depth
+FROM hits h LEFT JOIN self_nested s USING (global_tid, name);
+
 -- Candidate step ranges by name: one group per (process, thread, pattern, depth).
 CREATE TABLE named_step_groups AS
-WITH hits AS (SELECT t.*, sn.priority FROM nvtx_tree t JOIN step_names sn USING (name)),
-grouped AS (
-  SELECT pid, tid, global_tid, priority, coalesce(depth, 0) AS depth, count(*) AS n,
+WITH grouped AS (
+  SELECT pid, tid, global_tid, priority, group_depth AS depth, count(*) AS n,
          -- ProfilerStep#1, #2, ... differ per step: the group's name is its first range's
          arg_min(name, start_ns) AS first_name
-  FROM hits GROUP BY pid, tid, global_tid, priority, coalesce(depth, 0))
+  FROM step_hits GROUP BY pid, tid, global_tid, priority, group_depth)
 SELECT *, row_number() OVER (PARTITION BY pid ORDER BY priority, n DESC, depth, tid) AS choice
 FROM grouped WHERE n >= (SELECT value FROM phase_settings WHERE name = 'min_loop_steps');
 
+-- A step left open ends where the next one starts (not at the end of the capture).
 CREATE TABLE named_steps AS
-SELECT t.pid, t.tid, t.name, t.start_ns, t.end_ns
-FROM named_step_groups g JOIN nvtx_tree t
-  ON t.global_tid = g.global_tid AND coalesce(t.depth, 0) = g.depth
-JOIN step_names sn ON sn.name = t.name AND sn.priority = g.priority
+SELECT h.pid, h.tid, h.name, h.start_ns,
+       least(h.end_ns, coalesce(lead(h.start_ns) OVER (PARTITION BY h.pid ORDER BY h.start_ns, h.range_id), h.end_ns)) AS end_ns
+FROM named_step_groups g JOIN step_hits h
+  ON h.global_tid = g.global_tid AND h.group_depth = g.depth AND h.priority = g.priority
 WHERE g.choice = 1;
 
 -- No step-named ranges: a repeating sequence of the program's own push/pop ranges (e.g. "Data
@@ -391,6 +406,7 @@ DROP TABLE repeated_steps;
 DROP TABLE sequence_steps;
 DROP TABLE named_steps;
 DROP TABLE named_step_groups;
+DROP TABLE step_hits;
 DROP TABLE step_names;
 DROP TABLE nvtx_stack_events;
 DROP TABLE nvtx_numbered;
