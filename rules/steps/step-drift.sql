@@ -24,21 +24,21 @@ drifting AS (
          (SELECT sum(greatest(s.period_ns - t.first_period_ns, 0)) FROM st s WHERE s.pid = t.pid)::BIGINT AS excess_ns
   FROM trend t
   WHERE t.trend_corr >= $min_trend_corr AND t.last_period_ns >= $min_growth * t.first_period_ns),
--- each kernel name's GPU time per step in the first and the last quarter's windows
+-- each kernel's GPU time per step in the first and the last quarter's windows (by full name: a
+-- short name such as elementwise_kernel covers many ops)
 per_name AS (
-  SELECT d.pid, k.short_name AS name,
+  SELECT d.pid, k.name, any_value(k.short_name) AS short_name,
          sum(k.duration_ns) FILTER (WHERE k.start_ns >= d.first_start_ns AND k.start_ns < d.first_end_ns) / any_value(d.first_steps) AS first_ns,
          sum(k.duration_ns) FILTER (WHERE k.start_ns >= d.last_start_ns AND k.start_ns < d.last_end_ns) / any_value(d.last_steps) AS last_ns
   FROM kernels k JOIN drifting d ON d.pid = k.pid
   WHERE (k.start_ns >= d.first_start_ns AND k.start_ns < d.first_end_ns) OR (k.start_ns >= d.last_start_ns AND k.start_ns < d.last_end_ns)
-  GROUP BY d.pid, k.short_name),
-top_name AS (
-  SELECT pid, arg_max(name, coalesce(last_ns, 0) - coalesce(first_ns, 0)) AS grower,
-         max(coalesce(last_ns, 0) - coalesce(first_ns, 0)) AS grower_growth_ns
-  FROM per_name GROUP BY pid),
+  GROUP BY d.pid, k.name),
 grower AS (
-  SELECT t.pid, t.grower, p.first_ns AS grower_first_ns, p.last_ns AS grower_last_ns
-  FROM top_name t JOIN per_name p ON p.pid = t.pid AND p.name = t.grower WHERE t.grower_growth_ns > 0)
+  SELECT pid, arg_max(short_name, coalesce(last_ns, 0) - coalesce(first_ns, 0)) AS grower,
+         regexp_matches(arg_max(name, coalesce(last_ns, 0) - coalesce(first_ns, 0)), $copy_pattern, 'i') AS grower_copies,
+         arg_max(first_ns, coalesce(last_ns, 0) - coalesce(first_ns, 0)) AS grower_first_ns,
+         arg_max(last_ns, coalesce(last_ns, 0) - coalesce(first_ns, 0)) AS grower_last_ns
+  FROM per_name GROUP BY pid HAVING max(coalesce(last_ns, 0) - coalesce(first_ns, 0)) > 0)
 SELECT d.pid, d.steps, round(d.trend_corr, 2) AS trend_corr, d.first_period_ns::BIGINT AS first_period_ns,
        d.last_period_ns::BIGINT AS last_period_ns, d.growth, d.excess_ns,
        d.first_kernel_ns::BIGINT AS first_kernel_ns, d.last_kernel_ns::BIGINT AS last_kernel_ns,
@@ -47,6 +47,6 @@ SELECT d.pid, d.steps, round(d.trend_corr, 2) AS trend_corr, d.first_period_ns::
             ELSE round(100.0 * greatest(d.last_kernel_ns - d.first_kernel_ns, 0) / nullif(d.last_period_ns - d.first_period_ns, 0), 1)
             END AS gpu_growth_pct,
        g.grower::VARCHAR AS grower, coalesce(g.grower_first_ns, 0)::BIGINT AS grower_first_ns,
-       g.grower_last_ns::BIGINT AS grower_last_ns
+       g.grower_last_ns::BIGINT AS grower_last_ns, coalesce(g.grower_copies, false) AS grower_copies
 FROM drifting d LEFT JOIN grower g USING (pid)
 ORDER BY d.pid
