@@ -6,6 +6,9 @@ ops AS (
   SELECT a.device_id, a.pid, count(*) AS ops, count(*) FILTER (WHERE a.kind = 'graph') AS graphs
   FROM gpu_activity a JOIN steady_state s USING (pid)
   WHERE a.start_ns >= s.start_ns AND a.start_ns < s.end_ns GROUP BY ALL),
+-- each NVTX range's own GPU operations in the steady state: host code before most of a range's
+-- operations is a per-operation cost there, even where the range launches a small part of the step's
+range_ops AS (SELECT device_id, pid, range_name, sum(ops) AS ops FROM nvtx_op_time GROUP BY ALL),
 -- copies of at least roundtrip_min_bytes off the GPU (by where they end) and onto it (by where
 -- they start): a gap between two such is a round trip of data through the host
 off_gpu AS (
@@ -128,7 +131,10 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
               WHEN coalesce(p.after_blocking_ns, 0) >= 0.5 * c.idle_ns
                 THEN CASE WHEN coalesce(p.after_blocking_ns // nullif(c.after_blocking_gaps, 0), 0) >= $host_compute_gap_ns
                           THEN 'computes after waits' ELSE 'waits' END
-              WHEN 2 * c.gaps >= coalesce(o.ops, 0) AND o.ops > 0 AND c.median_gap_ns < $host_compute_gap_ns
+              -- host code between launches that wait for their kernels: exposed by them, not a cost of its own
+              WHEN coalesce(lw.synchronous, false) THEN 'behind synchronous launches'
+              WHEN c.median_gap_ns < $host_compute_gap_ns
+                   AND ((2 * c.gaps >= coalesce(o.ops, 0) AND o.ops > 0) OR (2 * c.gaps >= ro.ops AND ro.ops > 0))
                 THEN 'per operation'
               ELSE 'host code' END END AS host_pattern,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
@@ -150,12 +156,19 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
        row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank,
-       coalesce(fw.framework, 'other') AS framework
+       coalesce(fw.framework, 'other') AS framework, coalesce(fw.compiled, false) AS compiled,
+       -- the operations the per-operation test counted: the range's own where the window's are too many
+       CASE WHEN 2 * c.gaps >= coalesce(o.ops, 0) OR ro.ops IS NULL
+            THEN format('{:,} gaps for {:,} operations in the steady state', c.gaps, coalesce(o.ops, 0))
+            ELSE format('{:,} gaps for the {:,} operations launched in "{}", of {:,} in the steady state',
+                        c.gaps, ro.ops, c.detail, coalesce(o.ops, 0)) END AS ops_text
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
 LEFT JOIN process_frameworks fw ON fw.pid = c.pid
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid
+LEFT JOIN launch_waits lw ON lw.device_id = c.device_id AND lw.pid = c.pid
+LEFT JOIN range_ops ro ON c.cause = 'nvtx' AND ro.device_id = c.device_id AND ro.pid = c.pid AND ro.range_name = c.detail
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN faulted fl ON fl.device_id = c.device_id AND fl.pid = c.pid AND fl.cause = c.cause
                      AND fl.detail IS NOT DISTINCT FROM c.detail

@@ -69,7 +69,7 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
                  || round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) || ' %)'
             ELSE 'launched by thread ' || k.launch_tid || ' through ' || coalesce(k.top_launch_api, 'launch calls')
                  || ', outside any NVTX range' END AS where_text,
-       coalesce(fw.framework, 'other') AS framework
+       coalesce(fw.framework, 'other') AS framework, coalesce(fw.compiled, false) AS compiled
 FROM base x JOIN ss USING (pid) LEFT JOIN process_frameworks fw ON fw.pid = x.pid LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
 LEFT JOIN blocking bl USING (pid) LEFT JOIN call_idle ci USING (device_id, pid)

@@ -43,18 +43,24 @@ HAVING count(*) FILTER (WHERE w.duration_ns >= 0.9 * c.cap_ns) >= 10
 -- @column pid: OS process id
 -- @column framework: pytorch, jax, tensorflow or cupy (the first of them in this order that the
 -- process shows)
+-- @column compiled: true when the process runs torch.compile's code (Inductor's triton_poi/red/per/tem
+-- kernels): advice to compile is then already taken
 CREATE TABLE process_frameworks AS
 WITH named AS (
   SELECT name, CASE WHEN regexp_matches(name, 'at::native::|at::cuda::|c10::|^triton_(poi|red|per|tem)_') THEN 'pytorch'
-                    WHEN name LIKE 'cupy\_%' ESCAPE '\' THEN 'cupy' END AS framework
+                    WHEN name LIKE 'cupy\_%' ESCAPE '\' THEN 'cupy' END AS framework,
+         regexp_matches(name, '^triton_(poi|red|per|tem)_') AS inductor
   FROM kernel_names),
 signs AS (
-  SELECT DISTINCT k.pid, n.framework FROM kernels k JOIN named n ON n.name = k.name WHERE n.framework IS NOT NULL
+  SELECT DISTINCT k.pid, n.framework, n.inductor FROM kernels k JOIN named n ON n.name = k.name WHERE n.framework IS NOT NULL
   UNION ALL
   SELECT pid, CASE WHEN name LIKE 'pt\_%' ESCAPE '\' THEN 'pytorch' WHEN name LIKE 'py\_xla%' ESCAPE '\' THEN 'jax'
-                   WHEN name LIKE 'tf\_%' ESCAPE '\' THEN 'tensorflow' END
+                   WHEN name LIKE 'tf\_%' ESCAPE '\' THEN 'tensorflow' END, false
   FROM threads),
-per_pid AS (SELECT pid, list(DISTINCT framework) AS seen FROM signs WHERE framework IS NOT NULL AND pid IS NOT NULL GROUP BY pid)
+per_pid AS (
+  SELECT pid, list(DISTINCT framework) AS seen, bool_or(inductor) AS compiled
+  FROM signs WHERE framework IS NOT NULL AND pid IS NOT NULL GROUP BY pid)
 SELECT pid, CASE WHEN list_contains(seen, 'pytorch') THEN 'pytorch' WHEN list_contains(seen, 'jax') THEN 'jax'
-                 WHEN list_contains(seen, 'tensorflow') THEN 'tensorflow' ELSE 'cupy' END AS framework
+                 WHEN list_contains(seen, 'tensorflow') THEN 'tensorflow' ELSE 'cupy' END AS framework,
+       compiled
 FROM per_pid;
