@@ -49,7 +49,7 @@ def test_json_contract(tmp_path):
     r = run(EXPORT, "--format", "json", "-o", out)
     assert r.returncode == 1, r.stderr
     doc = json.loads(out.read_text())
-    assert doc["schema_version"] == 4
+    assert doc["schema_version"] == 5
     assert set(doc["input"]) >= {"path", "nsys_version", "export_schema_version"}
     assert set(doc["metrics"]) >= {"span_ns", "gpu_busy_ns", "gpu_utilization_pct", "kernel_ns", "memcpy_ns",
                                    "memset_ns", "kernel_count", "devices"}

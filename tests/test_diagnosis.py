@@ -71,7 +71,10 @@ def test_h200_report_opens_with_the_verified_cause(name):
     want = H200_TOP[name]
     if want is None:
         assert steady_warnings(report) == [], [f.message for f in steady_warnings(report)]
-        assert report.headline.startswith("No bottleneck found")
+        # launch_graphs replays its steps as graphs traced whole: no verdict on kernels never recorded
+        opaque = [g.id for g in report.coverage.gaps] == ["graph-kernels-untraced"]
+        assert opaque == (name == "launch_graphs")
+        assert report.headline.startswith("Looked in part" if opaque else "No bottleneck found")
     else:
         assert report.findings[0].severity == "warning" and report.findings[0].rule_id in want
     assert report.steady and report.budget and report.steady_utilization_pct is not None

@@ -161,7 +161,7 @@ def test_output_is_replaced_by_rename(export_copy, tmp_path):
     assert r.returncode == 0, r.stderr
     assert out.stat().st_ino != old_inode and held.read() == "old report\n"
     held.close()
-    assert json.loads(out.read_text())["schema_version"] == 4
+    assert json.loads(out.read_text())["schema_version"] == 5
     assert [p.name for p in out.parent.iterdir()] == ["report.json"]
 
 

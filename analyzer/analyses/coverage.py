@@ -7,7 +7,8 @@ the batch summary and `compare` read the status (docs/coverage.md).
 - could-not-look: nothing to diagnose a step with (no GPU activity; every process with GPU work
   stops before its steady state);
 - partial: the rules looked, at less than a full capture (records dropped for their timestamps,
-  a process cut short, too few steps for a step time);
+  a process cut short, too few steps for a step time, most of a steady state in CUDA graph replays
+  whose kernels were not traced);
 - complete: none of these.
 """
 
@@ -15,9 +16,13 @@ from __future__ import annotations
 
 import duckdb
 from nsys_diagnose.engine.model import Coverage, Gap, Metrics, SteadyState
-from nsys_diagnose.units import pct
+from nsys_diagnose.ingest.sql_library import query
+from nsys_diagnose.units import duration, pct
 
 MIN_STEADY_STEPS = 3  # steps after the first: fewer give no step time worth a median
+# replays traced as whole graphs holding this share of a steady state or more: most of its GPU
+# time is work no kernel rule could look at, so "no bottleneck" would speak of what was not recorded
+MIN_OPAQUE_GRAPH_PCT = 50.0
 
 GPU_SOURCES = {"kernel": "kernels", "memcpy": "memory copies", "memset": "memsets", "graph": "CUDA graph replays"}
 
@@ -33,6 +38,9 @@ BACKWARDS_CAPTURE = (
     "Timestamps that run backwards come from CUPTI's clock on long captures: capture a shorter window "
     "(--duration, or --capture-range around a few steps) with a current nsys and driver; the figures "
     "here leave those records out.")
+OPAQUE_GRAPHS_CAPTURE = (
+    "Re-profile with nsys profile --cuda-graph-trace=node, which records the kernels inside each replay "
+    "(a little more overhead per replay), then run nsys-diagnose again.")
 FEW_STEPS_CAPTURE = (
     "Capture more steps: at least {n} after the first (a longer --duration, or --capture-range around more "
     "iterations); the step time here is the median of {steps}.")
@@ -86,12 +94,28 @@ def _few_steps(steady: list[SteadyState]) -> list[Gap]:
     return out
 
 
+def _opaque_graphs(con: duckdb.DuckDBPyConnection) -> list[Gap]:
+    out = []
+    for pid, device_id, replays, graphs, replay_ns, window_ns in con.execute(query("report_opaque_graphs")).fetchall():
+        share = 100 * replay_ns / window_ns if window_ns else 0.0
+        if share < MIN_OPAQUE_GRAPH_PCT:
+            continue
+        out.append(Gap(id="graph-kernels-untraced", pid=pid, capture=OPAQUE_GRAPHS_CAPTURE,
+                       message=(f"The kernels inside pid {pid}'s CUDA graph replays were not traced: {replays:,} "
+                                f"replays of {graphs:,} graph(s) take {duration(replay_ns)} on GPU {device_id}, "
+                                f"{pct(share)} of its steady state, and no kernel rule could look inside them."),
+                       evidence={"pid": pid, "device_id": device_id, "replays": replays, "graphs": graphs,
+                                 "replay_ns": replay_ns, "window_ns": window_ns}))
+    return out
+
+
 def compute(con: duckdb.DuckDBPyConnection, metrics: Metrics, steady: list[SteadyState], has_gpu: bool) -> Coverage:
     if not has_gpu:
         return Coverage(status="could-not-look", gaps=[_gpu_gap(metrics.api_count > 0)])
     gaps = [g for g in (_backwards(con),) if g] + _cut_short(con)
     seen = {(g.pid, g.id) for g in gaps}
     gaps += [g for g in _few_steps(steady) if (g.pid, "startup-only") not in seen]
+    gaps += [g for g in _opaque_graphs(con) if (g.pid, "startup-only") not in seen]
     gpu_pids = {p.pid for p in metrics.processes}
     cut = {g.pid for g in gaps if g.id == "startup-only"}
     if gpu_pids and gpu_pids <= cut:

@@ -56,6 +56,24 @@ SELECT count(*) AS gpu_ops, count(*) FILTER (WHERE launch_api IS NULL) AS gpu_op
 -- @column launches: cudaGraphLaunch calls
 SELECT count(*) AS launches FROM graph_launches;
 
+-- Per process and device, its steady state's CUDA graph replays where no kernel of the process was
+-- traced inside a graph (nsys's default --cuda-graph-trace=graph): GPU time no kernel rule sees
+-- into (analyses/coverage.py).
+-- query: report_opaque_graphs
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal
+-- @column replays: graph replays that start in the steady state
+-- @column graphs: distinct executable graphs among them
+-- @column replay_ns: their GPU time, ns
+-- @column window_ns: the steady-state window, ns
+WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
+traced AS (SELECT DISTINCT pid FROM kernels WHERE graph_node_id IS NOT NULL)
+SELECT g.pid, g.device_id, count(*) AS replays, count(DISTINCT g.graph_exec_id) AS graphs,
+       sum(g.duration_ns)::BIGINT AS replay_ns, any_value(ss.window_ns) AS window_ns
+FROM graph_launches g JOIN ss USING (pid)
+WHERE g.start_ns >= ss.start_ns AND g.start_ns < ss.end_ns AND g.pid NOT IN (SELECT pid FROM traced)
+GROUP BY g.pid, g.device_id ORDER BY g.pid, g.device_id;
+
 -- The step-time budget's slices, per device and process, largest first.
 -- query: report_budget
 -- @column device_id: CUDA device ordinal
