@@ -56,6 +56,8 @@ CAUSE_RULES = {
     # round fourteen: memsets most of a busy GPU's step; managed memory migrating every iteration
     # (the host's touches of managed pages are host time; the migrations are transfer-share's)
     "memsets": {"transfer-share"}, "managed-memory": {"idle-gap-causes", "transfer-share"},
+    # round eighteen: a jitted step that stops for an XLA host callback (jax.debug.callback)
+    "host-callback": {"idle-gap-causes", "nvtx-ranges", "gpu-idle-gaps"},
 }
 
 

@@ -26,6 +26,17 @@ by_range AS (
   LEFT JOIN off_gpu o ON o.device_id = g.device_id AND o.pid = g.pid AND o.end_ns = g.start_ns
   LEFT JOIN onto_gpu b ON b.device_id = g.device_id AND b.pid = g.pid AND b.start_ns = g.end_ns
   WHERE g.in_steady_state GROUP BY ALL),
+-- XLA's host callbacks (jax.debug.callback, pure_callback, io_callback): the thunk ranges XLA
+-- writes around them, and each cause's idle time inside one (a range join on a few rows)
+callbacks AS (
+  SELECT pid, start_ns, end_ns, regexp_extract(name, $host_callback_pattern, 0) AS callback
+  FROM nvtx_tree WHERE domain = 'TSL' AND name LIKE 'Thunk:%' AND regexp_matches(name, $host_callback_pattern)),
+in_callbacks AS (
+  SELECT g.device_id, g.pid, g.cause, g.detail,
+         sum(least(g.end_ns, c.end_ns) - greatest(g.start_ns, c.start_ns)) AS callback_ns,
+         mode(c.callback) AS callback
+  FROM idle_gaps g JOIN callbacks c ON c.pid = g.pid AND g.start_ns < c.end_ns AND g.end_ns > c.start_ns
+  WHERE g.in_steady_state GROUP BY ALL),
 -- where a cause's idle time falls step by step: the steps in which it alone idles the GPU
 -- stall_step_factor times the process's median step or longer (stall steps), and how regularly
 -- they come
@@ -157,6 +168,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        round(100.0 * c.idle_ns / nullif(t.all_idle_ns, 0), 2) AS idle_share_pct,
        row_number() OVER (PARTITION BY c.device_id, c.pid ORDER BY c.idle_ns DESC, c.cause, c.detail) AS rank,
        coalesce(fw.framework, 'other') AS framework, coalesce(fw.compiled, false) AS compiled,
+       CASE WHEN cb.callback_ns >= 0.5 * c.idle_ns THEN cb.callback END AS host_callback,
        -- the operations the per-operation test counted: the range's own where the window's are too many
        CASE WHEN 2 * c.gaps >= coalesce(o.ops, 0) OR ro.ops IS NULL
             THEN format('{:,} gaps for {:,} operations in the steady state', c.gaps, coalesce(o.ops, 0))
@@ -168,6 +180,8 @@ LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = 
                   AND p.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid
 LEFT JOIN launch_waits lw ON lw.device_id = c.device_id AND lw.pid = c.pid
+LEFT JOIN in_callbacks cb ON cb.device_id = c.device_id AND cb.pid = c.pid AND cb.cause = c.cause
+                         AND cb.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN range_ops ro ON c.cause = 'nvtx' AND ro.device_id = c.device_id AND ro.pid = c.pid AND ro.range_name = c.detail
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN faulted fl ON fl.device_id = c.device_id AND fl.pid = c.pid AND fl.cause = c.cause

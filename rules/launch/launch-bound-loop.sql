@@ -40,7 +40,12 @@ call_idle AS (
   GROUP BY ALL),
 st AS (
   SELECT s.pid, count(*) AS steps FROM steps s JOIN ss USING (pid)
-  WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid)
+  WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid),
+-- the GPU operations each NVTX range launches in the steady state, for the range holding most
+-- launch overhead
+range_ops AS (
+  SELECT device_id, pid, range_name, sum(ops) AS ops, sum(gpu_ns) AS gpu_ns FROM nvtx_op_time GROUP BY ALL),
+measured AS (
 SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        CAST(round(k.kernels / nullif(st.steps, 0)) AS BIGINT) AS kernels_per_step,
        coalesce(' (' || format('{:,}', CAST(round(k.kernels / nullif(st.steps, 0)) AS BIGINT)) || ' per step)', '')
@@ -69,9 +74,25 @@ SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
                  || round(100.0 * li.top_place_ns / nullif(li.launch_idle_ns, 0), 1) || ' %)'
             ELSE 'launched by thread ' || k.launch_tid || ' through ' || coalesce(k.top_launch_api, 'launch calls')
                  || ', outside any NVTX range' END AS where_text,
-       coalesce(fw.framework, 'other') AS framework, coalesce(fw.compiled, false) AS compiled
+       coalesce(fw.framework, 'other') AS framework, coalesce(fw.compiled, false) AS compiled,
+       coalesce(li.top_place_ns, 0) AS top_place_ns,
+       round(100.0 * coalesce(li.top_place_ns, 0) / nullif(ss.window_ns, 0), 2) AS top_place_window_pct,
+       coalesce(ro.ops, 0) AS range_ops, CAST(round(ro.ops / nullif(st.steps, 0)) AS BIGINT) AS range_ops_per_step,
+       ro.gpu_ns // nullif(ro.ops, 0) AS range_mean_op_ns
 FROM base x JOIN ss USING (pid) LEFT JOIN process_frameworks fw ON fw.pid = x.pid LEFT JOIN k USING (device_id, pid) LEFT JOIN steady_busy b USING (device_id, pid)
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
 LEFT JOIN blocking bl USING (pid) LEFT JOIN call_idle ci USING (device_id, pid)
 LEFT JOIN launch_waits lw USING (device_id, pid)
-ORDER BY idle_ns DESC, x.device_id, x.pid
+LEFT JOIN range_ops ro ON ro.device_id = x.device_id AND ro.pid = x.pid AND ro.range_name = li.top_place),
+-- the whole loop launch-bound; else one NVTX range whose operations are issued one by one, holding
+-- min_launch_idle_pct of the window as launch overhead while the rest of the step keeps the GPU fed
+judged AS (
+  SELECT *, coalesce(kernels >= $min_kernels AND median_kernel_ns <= $max_median_kernel_ns AND idle_pct >= $min_idle_pct
+                     AND free_launch_ns >= $min_api_ratio * kernel_ns AND launch_idle_pct >= $min_launch_idle_pct
+                     AND launch_idle_ns >= top_call_idle_ns AND NOT synchronous_launches, false) AS loop_launch_bound
+  FROM measured)
+SELECT *, NOT loop_launch_bound AND top_place IS NOT NULL AND top_place_window_pct >= $min_launch_idle_pct
+          AND range_ops >= $min_kernels AND coalesce(range_mean_op_ns <= $max_median_kernel_ns, false)
+          AND top_place_ns >= top_call_idle_ns AND NOT synchronous_launches AS range_launch_bound
+FROM judged
+ORDER BY idle_ns DESC, device_id, pid
