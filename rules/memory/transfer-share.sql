@@ -50,11 +50,19 @@ mine AS (
                             ELSE least(e.copies_ns, coalesce(t.steady_ns, 0)) END, 0) AS exposed_ns,
          e.kernel_ns, e.window_ns, st.steady_pageable_bytes_pct
   FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
-  LEFT JOIN steady_time t USING (device_id, pid, kind))
-SELECT m.* EXCLUDE (kernel_ns, window_ns, steady_pageable_bytes_pct),
-       -- copies moved beside the kernels hide at most behind the kernels' own time
-       least(exposed_ns, coalesce(kernel_ns, 0)) AS overlap_ns,
-       round(100.0 * exposed_ns / nullif(window_ns, 0), 2) AS exposed_window_pct,
-       steady_pageable_bytes_pct, coalesce(f.framework, 'other') AS framework
-FROM mine m LEFT JOIN process_frameworks f USING (pid)
+  LEFT JOIN steady_time t USING (device_id, pid, kind)),
+judged AS (
+  SELECT m.* EXCLUDE (kernel_ns, window_ns, steady_pageable_bytes_pct),
+         -- copies moved beside the kernels hide at most behind the kernels' own time
+         least(exposed_ns, coalesce(kernel_ns, 0)) AS overlap_ns,
+         round(100.0 * exposed_ns / nullif(window_ns, 0), 2) AS exposed_window_pct,
+         steady_pageable_bytes_pct, coalesce(f.framework, 'other') AS framework
+  FROM mine m LEFT JOIN process_frameworks f USING (pid)),
+-- pinned copies to or from the host that the kernels are too short to hide: the bus sets the
+-- step, and what moving fewer bytes wins is not in the trace
+bus AS (
+  SELECT *, kind IN ('Host-to-Device', 'Device-to-Host') AND coalesce(steady_pageable_bytes_pct, pageable_bytes_pct, 0) = 0
+            AND overlap_ns < 0.5 * exposed_ns AS bus_bound
+  FROM judged)
+SELECT *, CASE WHEN NOT bus_bound THEN overlap_ns END AS overlap_gain_ns FROM bus
 ORDER BY total_ns DESC, kind
