@@ -88,9 +88,27 @@ def test_steps_left_open_by_a_lost_pop_stay_one_loop(tmp_path):
         trace.close()
     assert [d["depth"] for d in depths] == [0, 1, 2]
     assert [s["start_ns"] for s in steps] == [1_000_000 + 11_000_000 * i for i in range(9)]
+    assert {s["name"] for s in steps} == {"train_step"}
     # an open step ends where the next one starts; the last one where nsys ended it
     assert [s["duration_ns"] for s in steps] == [10_000_000, 10_000_000, 11_000_000] * 2 + [10_000_000, 10_000_000,
                                                                                             capture_end - 89_000_000]
+
+
+def test_a_step_range_inside_one_of_its_name_is_not_a_second_step(tmp_path):
+    # a decorated function annotated "train_step" called inside a "train_step" range: one range
+    # of the name inside each, both closed: the steps are the outer ranges, not twice as many
+    nvtx, t = [], 1_000_000
+    for _ in range(6):
+        nvtx.append(_push(t, t + 10_000_000, "train_step"))
+        nvtx.append(_push(t + 1_000_000, t + 9_000_000, "train_step"))
+        t += 11_000_000
+    trace = _trace(tmp_path, {"strings": {1: "k"}, "NVTX_EVENTS": nvtx})
+    try:
+        steps = _rows(trace, "SELECT * FROM steps ORDER BY step")
+    finally:
+        trace.close()
+    assert [(s["start_ns"], s["duration_ns"]) for s in steps] == [(1_000_000 + 11_000_000 * i, 10_000_000)
+                                                                  for i in range(6)]
 
 
 def test_repeating_sequence_opens_steps_at_its_first_range(tmp_path):

@@ -129,17 +129,21 @@ CREATE TABLE step_names AS
 SELECT n.name, min(sp.priority) AS priority
 FROM (SELECT DISTINCT name FROM nvtx_tree) n JOIN step_patterns sp ON n.name ILIKE sp.pattern GROUP BY n.name;
 
--- Ranges named as steps, each with the depth its group is keyed on. A step range nested in one of
--- its own name on the same thread means a lost pop (an exception skipped range_pop): that step
--- never closed, and every later one sits a level deeper. Such a name is grouped at its shallowest
--- depth, so that the steps stay one loop however deep the stack has climbed.
+-- Ranges named as steps, each with the depth its group is keyed on. Step ranges of one name
+-- nested two or more at a time in one of the same name on a thread mean a lost pop (an exception
+-- skipped range_pop): that step never closed, and the later ones sit a level deeper. Such a name
+-- is grouped at its shallowest depth, so that the steps stay one loop however deep the stack has
+-- climbed. (One inside each, as a decorated function called in a range of its name, is two
+-- loops at two depths, as before.)
 CREATE TEMP TABLE step_hits AS
 WITH hits AS (
   SELECT t.range_id, t.pid, t.tid, t.global_tid, t.name, t.start_ns, t.end_ns, t.parent_id,
          coalesce(t.depth, 0) AS depth, sn.priority
   FROM nvtx_tree t JOIN step_names sn USING (name)),
 self_nested AS (
-  SELECT DISTINCT c.global_tid, c.name FROM hits c JOIN hits p ON p.range_id = c.parent_id AND p.name = c.name)
+  SELECT DISTINCT global_tid, name FROM (
+    SELECT c.global_tid, c.name FROM hits c JOIN hits p ON p.range_id = c.parent_id AND p.name = c.name
+    GROUP BY c.global_tid, c.name, p.range_id HAVING count(*) >= 2))
 SELECT h.*, CASE WHEN s.name IS NULL THEN h.depth
                  ELSE min(h.depth) OVER (PARTITION BY h.global_tid, h.name) END AS group_depth
 FROM hits h LEFT JOIN self_nested s USING (global_tid, name);
