@@ -45,23 +45,27 @@ PID = 100
 GPID = (1 << 48) + PID * (1 << 24)
 
 
-def loop(path: Path, steps: int, step_ns: int = 10_000_000) -> Path:
-    """A loop of `steps` NVTX "train_step" ranges, each launching one kernel that runs half the step."""
-    nvtx, api, kern = [], [], []
+def loop(path: Path, steps: int, step_ns: int = 10_000_000, graph_ns: int | None = None) -> Path:
+    """A loop of `steps` NVTX "train_step" ranges, each launching one kernel that runs half the step;
+    with graph_ns, each replaying a CUDA graph of graph_ns traced as a whole instead (nsys's default
+    --cuda-graph-trace=graph: no kernel rows)."""
+    nvtx, api, gpu = [], [], []
     t = 1_000_000_000
     for i in range(steps):
         nvtx.append({"start": t, "end": t + step_ns, "eventType": 59, "textId": 1, "globalTid": GPID + PID,
                      "endGlobalTid": None, "domainId": 0})
         api.append({"start": t + 1_000, "end": t + 6_000, "eventClass": 0, "globalTid": GPID + PID,
-                    "correlationId": i + 1, "nameId": 3, "returnValue": 0})
-        kern.append({"start": t + 10_000, "end": t + 10_000 + step_ns // 2, "deviceId": 0, "contextId": 1,
-                     "streamId": 7, "correlationId": i + 1, "globalPid": GPID, "demangledName": 2, "shortName": 2,
-                     "gridX": 1024, "gridY": 1, "gridZ": 1, "blockX": 256, "blockY": 1, "blockZ": 1})
+                    "correlationId": i + 1, "nameId": 3 if graph_ns is None else 4, "returnValue": 0})
+        op = {"start": t + 10_000, "end": t + 10_000 + (step_ns // 2 if graph_ns is None else graph_ns), "deviceId": 0,
+              "contextId": 1, "streamId": 7, "correlationId": i + 1, "globalPid": GPID}
+        gpu.append({**op, "demangledName": 2, "shortName": 2, "gridX": 1024, "gridY": 1, "gridZ": 1,
+                    "blockX": 256, "blockY": 1, "blockZ": 1} if graph_ns is None else {**op, "graphId": 1, "graphExecId": 1})
         t += step_ns
     return write_export({
         "StringIds": [{"id": 1, "value": "train_step"}, {"id": 2, "value": "gemm_kernel"},
-                      {"id": 3, "value": "cudaLaunchKernel_v7000"}],
-        "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_RUNTIME": api, "CUPTI_ACTIVITY_KIND_KERNEL": kern,
+                      {"id": 3, "value": "cudaLaunchKernel_v7000"}, {"id": 4, "value": "cudaGraphLaunch_v10000"}],
+        "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_RUNTIME": api,
+        "CUPTI_ACTIVITY_KIND_KERNEL" if graph_ns is None else "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": gpu,
         "TARGET_INFO_GPU": [{"id": 0, "name": "NVIDIA H200", "smCount": 132, "totalMemory": 150_000_000_000,
                              "computeMajor": 9, "computeMinor": 0}],
         "PROCESSES": [{"globalPid": GPID, "pid": PID, "name": "python3"}]}, path)
@@ -129,35 +133,16 @@ def test_a_full_loop_is_complete(tmp_path):
     assert r.coverage.status == "complete" and r.coverage.gaps == []
 
 
-def graph_loop(path: Path, replay_ns: int, step_ns: int = 10_000_000, steps: int = 10) -> Path:
-    """A loop of `steps` NVTX "train_step" ranges, each replaying one CUDA graph traced as a whole
-    (nsys's default --cuda-graph-trace=graph: no kernel rows)."""
-    nvtx, api, graphs = [], [], []
-    t = 1_000_000_000
-    for i in range(steps):
-        nvtx.append({"start": t, "end": t + step_ns, "eventType": 59, "textId": 1, "globalTid": GPID + PID,
-                     "endGlobalTid": None, "domainId": 0})
-        api.append({"start": t + 1_000, "end": t + 6_000, "eventClass": 0, "globalTid": GPID + PID,
-                    "correlationId": i + 1, "nameId": 2, "returnValue": 0})
-        graphs.append({"start": t + 10_000, "end": t + 10_000 + replay_ns, "deviceId": 0, "contextId": 1,
-                       "streamId": 7, "correlationId": i + 1, "globalPid": GPID, "graphId": 1, "graphExecId": 1})
-        t += step_ns
-    return write_export({
-        "StringIds": [{"id": 1, "value": "train_step"}, {"id": 2, "value": "cudaGraphLaunch_v10000"}],
-        "NVTX_EVENTS": nvtx, "CUPTI_ACTIVITY_KIND_RUNTIME": api, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": graphs,
-        "PROCESSES": [{"globalPid": GPID, "pid": PID, "name": "python3"}]}, path)
-
-
 def test_graph_replays_without_their_kernels_are_looked_at_in_part(tmp_path):
     # replays of 9 ms a 10 ms step: most of the steady state is GPU time no kernel rule saw
-    r = report_of(graph_loop(tmp_path / "opaque.sqlite", 9_000_000))
+    r = report_of(loop(tmp_path / "opaque.sqlite", 10, graph_ns=9_000_000))
     assert r.coverage.status == "partial" and [g.id for g in r.coverage.gaps] == ["graph-kernels-untraced"]
     gap = r.coverage.gaps[0]
     assert gap.pid == PID and gap.evidence["replays"] == 9 and gap.evidence["replay_ns"] == 9 * 9_000_000
     assert "--cuda-graph-trace=node" in gap.capture
     assert r.headline.startswith("Looked in part: The kernels inside pid 100's CUDA graph replays were not traced")
     # replays of 2 ms a step leave most of it to what was traced: complete
-    assert report_of(graph_loop(tmp_path / "short.sqlite", 2_000_000)).coverage.status == "complete"
+    assert report_of(loop(tmp_path / "short.sqlite", 10, graph_ns=2_000_000)).coverage.status == "complete"
 
 
 def test_batch_summary_shows_the_coverage(no_gpu):
