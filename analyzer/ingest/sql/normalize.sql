@@ -484,15 +484,22 @@ WHERE s.prev_m IS NULL OR s.prev_m < p.base OR s.start_ns > s.prev_m - p.base + 
 -- @column end_ns: end of the interval on the session clock, ns
 -- @column duration_ns: end_ns - start_ns, ns
 -- @column ops: GPU operations in the interval, count
+-- The next opener's prev_end and rn, read with lead() over one stream sorted by (device, process,
+-- start) and kept where that row is of the same partition: a partitioned window sorts each
+-- partition apart (one of 1e7 rows: 1.1 s wall, 2.0 CPU s, against 0.9 s and 1.1-1.7 CPU s so).
 CREATE TABLE gpu_busy AS
 WITH last AS (
   SELECT device_id, pid, max(end_ns) AS last_end, count(*) AS n FROM gpu_activity GROUP BY ALL),
+nexts AS (
+  SELECT device_id, pid, start_ns, rn,
+         CASE WHEN lead(device_id) OVER () IS NOT DISTINCT FROM device_id AND lead(pid) OVER () IS NOT DISTINCT FROM pid
+              THEN struct_pack(e := lead(prev_end) OVER (), r := lead(rn) OVER ()) END AS nxt
+  FROM (SELECT device_id, pid, start_ns, prev_end, rn FROM gpu_openers
+        ORDER BY device_id NULLS FIRST, pid NULLS FIRST, start_ns)),
 spans AS (
-  SELECT o.device_id, o.pid, o.start_ns,
-         coalesce(lead(o.prev_end) OVER w, l.last_end) AS end_ns,
-         coalesce(lead(o.rn) OVER w, l.n + 1) - o.rn AS ops
-  FROM gpu_openers o JOIN last l ON l.device_id IS NOT DISTINCT FROM o.device_id AND l.pid IS NOT DISTINCT FROM o.pid
-  WINDOW w AS (PARTITION BY o.device_id, o.pid ORDER BY o.start_ns))
+  -- (past a partition's last opener nxt is NULL, or holds NULLs at the very last row)
+  SELECT o.device_id, o.pid, o.start_ns, coalesce(o.nxt.e, l.last_end) AS end_ns, coalesce(o.nxt.r, l.n + 1) - o.rn AS ops
+  FROM nexts o JOIN last l ON l.device_id IS NOT DISTINCT FROM o.device_id AND l.pid IS NOT DISTINCT FROM o.pid)
 SELECT device_id, pid, start_ns, end_ns, end_ns - start_ns AS duration_ns, ops FROM spans;
 
 -- One row per busy interval of a device over all its processes: the union of gpu_busy's
