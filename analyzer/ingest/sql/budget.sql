@@ -242,11 +242,18 @@ CREATE TEMP TABLE budget_idle_causes AS
 WITH held AS NOT MATERIALIZED (
   SELECT b.device_id, b.pid, b.start_ns, b.end_ns, w.w0, w.w1
   FROM gpu_busy b JOIN budget_windows w ON w.device_id = b.device_id AND w.pid = b.pid WHERE b.end_ns > b.start_ns),
+-- the interval before each, from one stream sorted by (device, process, start) (lag() kept where
+-- the row before is of the same device and process): a window partitioned by them sorts each
+-- partition apart
+lagged AS (
+  SELECT *, CASE WHEN lag(device_id) OVER () = device_id AND lag(pid) OVER () = pid
+                 THEN struct_pack(s := lag(start_ns) OVER (), e := lag(end_ns) OVER ()) END AS prev
+  FROM (SELECT * FROM held ORDER BY device_id, pid, start_ns)),
 idle_runs AS (
   -- before each interval (a run that the window's edges cut away is empty), then after the last
-  SELECT device_id, pid, greatest(coalesce(lag(end_ns) OVER w, w0), w0) AS start_ns, least(start_ns, w1) AS end_ns,
-         CASE WHEN lag(start_ns) OVER w > w0 THEN lag(start_ns) OVER w END AS prev_run_end
-  FROM held WINDOW w AS (PARTITION BY device_id, pid ORDER BY start_ns)
+  SELECT device_id, pid, greatest(coalesce(prev.e, w0), w0) AS start_ns, least(start_ns, w1) AS end_ns,
+         CASE WHEN prev.s > w0 THEN prev.s END AS prev_run_end
+  FROM lagged
   UNION ALL
   SELECT w.device_id, w.pid, greatest(coalesce(l.last_end, w.w0), w.w0), w.w1,
          CASE WHEN l.last_start > w.w0 THEN l.last_start END

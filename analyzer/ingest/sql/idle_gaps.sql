@@ -158,22 +158,20 @@ FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 -- expanding them is linear. A slice is 500,000 consecutive gaps in (device, thread, time) order,
 -- so it covers a run of consecutive host states: gap_states handles one slice per statement,
 -- which keeps its per-gap hash join and aggregate within the ingest's memory limit (past it
--- they spill, and at 1e7 gaps one statement took twice the time per gap).
-CREATE TEMP TABLE gap_thread_offsets AS
-SELECT device_id, thread_no,
-       coalesce(sum(gaps) OVER (ORDER BY device_id NULLS FIRST, thread_no
-                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)::BIGINT AS first_gap
-FROM (SELECT g.device_id, t.thread_no, count(*) AS gaps
-      FROM raw_gaps g JOIN gap_threads t ON t.pid = g.pid AND t.tid = g.tid GROUP BY ALL);
+-- they spill, and at 1e7 gaps one statement took twice the time per gap). The previous gap and
+-- the row number come from one stream sorted in that order (lag() kept where the row before is
+-- of the same device and thread), not from a window partitioned by (device, thread), which sorts
+-- each partition apart.
 CREATE TABLE gap_ranges AS
 WITH last_state AS (
   SELECT g.gap_id, g.device_id, t.thread_no, g.start_ns, g.end_ns, h.k AS k_last
   FROM raw_gaps g JOIN gap_threads t ON t.pid = g.pid AND t.tid = g.tid
   ASOF JOIN host_states h ON h.thread_no = t.thread_no AND h.start_ns <= g.end_ns)
-SELECT l.gap_id, l.start_ns, l.end_ns, l.k_last, coalesce(lag(l.k_last) OVER w, l.thread_no << 32) AS k_first,
-       ((o.first_gap + row_number() OVER w - 1) // 500000)::INTEGER AS slice
-FROM last_state l JOIN gap_thread_offsets o ON o.device_id IS NOT DISTINCT FROM l.device_id AND o.thread_no = l.thread_no
-WINDOW w AS (PARTITION BY l.device_id, l.thread_no ORDER BY l.start_ns);
+SELECT gap_id, start_ns, end_ns, k_last,
+       coalesce(CASE WHEN lag(device_id) OVER () IS NOT DISTINCT FROM device_id AND lag(thread_no) OVER () = thread_no
+                     THEN lag(k_last) OVER () END, thread_no << 32) AS k_first,
+       ((row_number() OVER () - 1) // 500000)::INTEGER AS slice
+FROM (SELECT * FROM last_state ORDER BY device_id NULLS FIRST, thread_no, start_ns);
 
 -- Time of each host state on the gap's thread inside the gap, over its range (gap_ranges). The
 -- top state is named after its last state started before the gap ended (the highest k of that
@@ -433,7 +431,6 @@ DROP TABLE gap_row_numbers;
 DROP TABLE library_places;
 DROP TABLE gap_states;
 DROP TABLE gap_ranges;
-DROP TABLE gap_thread_offsets;
 DROP TABLE host_state_names;
 DROP TABLE graph_captures;
 DROP TABLE gap_threads;
