@@ -126,12 +126,8 @@ FROM built GROUP BY pid, tid, capture HAVING count(*) FILTER (WHERE NOT launch) 
 -- launches inside a graph capture).
 -- k numbers the calls in start order, thread by thread (thread_no * 2^32 + position), skipping
 -- the nested calls dropped: states are disjoint, so their starts and ends both increase with k.
--- The latest end before each call is one running max over a stream sorted by (thread, start),
--- as gpu_openers' (normalize.sql): each thread's ends offset above all earlier threads' (base),
--- so that a max still below a row's base belongs to an earlier thread and is no prev_end; a
--- window partitioned by thread builds a segment tree over each partition.
 CREATE TABLE host_states AS
-WITH calls AS MATERIALIZED (
+WITH calls AS (
   SELECT g.thread_no, a.start_ns, a.end_ns, a.api AS name,
          CASE a.category WHEN 'sync' THEN 7 WHEN 'memcpy' THEN 2 WHEN 'memset' THEN 2 WHEN 'launch' THEN 4
               WHEN 'alloc' THEN 1 WHEN 'free' THEN 1 WHEN 'module' THEN 5 WHEN 'context' THEN 5
@@ -145,22 +141,13 @@ WITH calls AS MATERIALIZED (
   UNION ALL
   SELECT g.thread_no, c.start_ns, c.end_ns, c.name, 3::UTINYINT
   FROM graph_captures c JOIN gap_threads g ON g.pid = c.pid AND g.tid = c.tid),
-parts AS (
-  SELECT thread_no, lo, coalesce(sum(hi - lo + 1) OVER p, 0) AS base, coalesce(sum(n) OVER p, 0)::BIGINT AS before
-  FROM (SELECT thread_no, least(min(start_ns), min(end_ns))::HUGEINT AS lo, max(end_ns)::HUGEINT AS hi, count(*) AS n
-        FROM calls GROUP BY thread_no)
-  WINDOW p AS (ORDER BY thread_no ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
-swept AS (
-  SELECT *, lag(m) OVER () AS prev_m, row_number() OVER () AS i
-  FROM (SELECT *, max(e) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m
-        -- names are labels, which sort as their strings (10_normalize.sql)
-        FROM (SELECT c.*, c.end_ns - p.lo + p.base AS e FROM calls c JOIN parts p USING (thread_no)
-              ORDER BY c.thread_no, c.start_ns, c.end_ns DESC, c.code, c.name))),
 ordered AS (
-  SELECT s.thread_no, s.start_ns, s.end_ns, s.code, s.name,
-         CASE WHEN s.prev_m >= p.base THEN (s.prev_m - p.base + p.lo)::BIGINT END AS prev_end,
-         (s.thread_no << 32) + (s.i - p.before) AS k
-  FROM swept s JOIN parts p USING (thread_no))
+  SELECT thread_no, start_ns, end_ns, code, name,
+         max(end_ns) OVER w AS prev_end, (thread_no << 32) + row_number() OVER w AS k
+  FROM calls
+  -- names are labels, which sort as their strings (10_normalize.sql)
+  WINDOW w AS (PARTITION BY thread_no ORDER BY start_ns, end_ns DESC, code, name
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
 SELECT thread_no, k, code, name, greatest(start_ns, coalesce(prev_end, start_ns)) AS start_ns, end_ns
 FROM ordered WHERE prev_end IS NULL OR end_ns > prev_end;
 
