@@ -48,13 +48,18 @@ mine AS (
   -- (least() skips a NULL: a kind with no steady-state time claims none)
   SELECT k.*, coalesce(CASE WHEN k.kind = 'memset' THEN e.memsets_ns
                             ELSE least(e.copies_ns, coalesce(t.steady_ns, 0)) END, 0) AS exposed_ns,
-         e.kernel_ns, e.window_ns, st.steady_pageable_bytes_pct
+         -- kernel time no copy runs beside yet: copies already under kernels (their steady-state
+         -- time beyond the exposed copies) have used that much of it
+         greatest(coalesce(e.kernel_ns, 0) - greatest(coalesce(c.copy_ns, 0) - coalesce(e.copies_ns, 0), 0), 0) AS free_kernel_ns,
+         e.window_ns, st.steady_pageable_bytes_pct
   FROM per_kind k LEFT JOIN exposed e USING (device_id, pid) LEFT JOIN steady st USING (kind)
-  LEFT JOIN steady_time t USING (device_id, pid, kind)),
+  LEFT JOIN steady_time t USING (device_id, pid, kind)
+  LEFT JOIN (SELECT device_id, pid, sum(steady_ns) AS copy_ns FROM steady_time WHERE kind <> 'memset' GROUP BY ALL) c
+    USING (device_id, pid)),
 judged AS (
-  SELECT m.* EXCLUDE (kernel_ns, window_ns, steady_pageable_bytes_pct),
-         -- copies moved beside the kernels hide at most behind the kernels' own time
-         least(exposed_ns, coalesce(kernel_ns, 0)) AS overlap_ns,
+  SELECT m.* EXCLUDE (free_kernel_ns, window_ns, steady_pageable_bytes_pct),
+         -- copies moved beside the kernels hide at most behind the kernel time no copy uses yet
+         least(exposed_ns, free_kernel_ns) AS overlap_ns,
          round(100.0 * exposed_ns / nullif(window_ns, 0), 2) AS exposed_window_pct,
          steady_pageable_bytes_pct, coalesce(f.framework, 'other') AS framework
   FROM mine m LEFT JOIN process_frameworks f USING (pid)),

@@ -138,8 +138,9 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.place,
        r.waits, r.paced_waits, r.paced, r.sleeper_tid, r.sleeper, r.sleep_call, n.from_network,
        -- the trace cannot say whether the program sets that pace (a throttle) or its users or a
        -- remote store do (requests arriving): no bound on what lifting it wins
-       CASE WHEN NOT r.paced AND NOT n.from_network THEN r.idle_ns END AS recoverable_ns
-FROM rows r JOIN ss USING (pid) LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
+       CASE WHEN NOT r.paced AND NOT n.from_network THEN r.idle_ns END AS recoverable_ns,
+       coalesce(fw.framework, 'other') AS framework
+FROM rows r JOIN ss USING (pid) LEFT JOIN process_frameworks fw ON fw.pid = r.pid LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
 LEFT JOIN done d USING (pid) LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
 -- a feeder blocked on sockets that no traced sleep paces and no helper process feeds: its input
 -- comes from outside the trace
