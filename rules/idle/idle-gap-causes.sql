@@ -27,7 +27,8 @@ by_range AS (
   LEFT JOIN onto_gpu b ON b.device_id = g.device_id AND b.pid = g.pid AND b.start_ns = g.end_ns
   WHERE g.in_steady_state GROUP BY ALL),
 -- XLA's host callbacks (jax.debug.callback, pure_callback, io_callback): the thunk ranges XLA
--- writes around them, and each cause's idle time inside one (a range join on a few rows)
+-- writes around them, and each cause's idle time inside one: per gap, the last callback started
+-- before the gap ends (one ASOF lookup, over the gaps of processes that have callbacks only)
 callbacks AS (
   SELECT pid, start_ns, end_ns, regexp_extract(name, $host_callback_pattern, 0) AS callback
   FROM nvtx_tree WHERE domain = 'TSL' AND name LIKE 'Thunk:%' AND regexp_matches(name, $host_callback_pattern)),
@@ -35,8 +36,9 @@ in_callbacks AS (
   SELECT g.device_id, g.pid, g.cause, g.detail,
          sum(least(g.end_ns, c.end_ns) - greatest(g.start_ns, c.start_ns)) AS callback_ns,
          mode(c.callback) AS callback
-  FROM idle_gaps g JOIN callbacks c ON c.pid = g.pid AND g.start_ns < c.end_ns AND g.end_ns > c.start_ns
-  WHERE g.in_steady_state GROUP BY ALL),
+  FROM (SELECT * FROM idle_gaps WHERE in_steady_state AND pid IN (SELECT pid FROM callbacks)) g
+  ASOF JOIN callbacks c ON c.pid = g.pid AND g.end_ns >= c.start_ns
+  WHERE c.end_ns > g.start_ns GROUP BY ALL),
 -- where a cause's idle time falls step by step: the steps in which it alone idles the GPU
 -- stall_step_factor times the process's median step or longer (stall steps), and how regularly
 -- they come
