@@ -65,7 +65,10 @@ SELECT name,
          AS dominant,
        -- the trace's framework, where its processes agree on one
        coalesce((SELECT CASE WHEN count(DISTINCT framework) = 1 THEN any_value(framework) END FROM process_frameworks),
-                'other') AS framework
+                'other') AS framework,
+       -- a fused optimizer's kernel (fix_kernel_patterns, as fix_facts reads it): the fix is taken
+       EXISTS (SELECT 1 FROM fix_kernel_patterns p WHERE p.fix = 'fused-optimizer' AND regexp_matches(name, p.pattern, 'i'))
+         AS fused_optimizer
 FROM per_short CROSS JOIN total LEFT JOIN home USING (name)
 LEFT JOIN kernel_formats f USING (name) LEFT JOIN faulted u USING (name)
 ORDER BY total_ns DESC, name
