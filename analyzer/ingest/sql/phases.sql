@@ -385,6 +385,26 @@ SELECT c.pid, c.start_ns, c.end_ns, c.start_ns - a.first_ns AS startup_ns, c.met
         WHERE x.pid = c.pid AND x.category = 'context' AND x.start_ns < c.start_ns) AS context_ns
 FROM chosen c JOIN activity a USING (pid);
 
+-- One row per (process, device) whose steady state replays CUDA graphs: the replays, their GPU
+-- time and whether the kernels inside them were traced (--cuda-graph-trace=node) or not (graph,
+-- nsys's default: node_kernels 0). Read by cuda-graph-opaque and the report's coverage.
+-- sources: CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal
+-- @column replays: graph replays that start in the steady state
+-- @column graphs: distinct executable graphs among them
+-- @column replay_ns: their GPU time, ns
+-- @column window_ns: the steady-state window, ns
+-- @column node_kernels: kernels of the process traced inside graphs over the whole trace (0 with --cuda-graph-trace=graph)
+CREATE VIEW steady_graph_replays AS
+WITH replays AS (
+  SELECT g.pid, g.device_id, count(*) AS replays, count(DISTINCT g.graph_exec_id) AS graphs,
+         sum(g.duration_ns)::BIGINT AS replay_ns, any_value(s.end_ns - s.start_ns) AS window_ns
+  FROM graph_launches g JOIN steady_state s USING (pid) WHERE g.start_ns >= s.start_ns AND g.start_ns < s.end_ns
+  GROUP BY ALL),
+node_kernels AS (SELECT pid, count(*) AS node_kernels FROM kernels WHERE graph_node_id IS NOT NULL GROUP BY pid)
+SELECT r.*, coalesce(n.node_kernels, 0) AS node_kernels FROM replays r LEFT JOIN node_kernels n USING (pid);
+
 -- One row per process with GPU work whose steady state was not found from steps, though it has
 -- NVTX ranges named like steps (step_patterns), fewer than min_loop_steps: too few to make a loop, so
 -- the capture stops before its steady state (the report's coverage, gap startup-only). Only such

@@ -66,13 +66,8 @@ SELECT count(*) AS launches FROM graph_launches;
 -- @column graphs: distinct executable graphs among them
 -- @column replay_ns: their GPU time, ns
 -- @column window_ns: the steady-state window, ns
-WITH ss AS (SELECT pid, start_ns, end_ns, end_ns - start_ns AS window_ns FROM steady_state),
-traced AS (SELECT DISTINCT pid FROM kernels WHERE graph_node_id IS NOT NULL)
-SELECT g.pid, g.device_id, count(*) AS replays, count(DISTINCT g.graph_exec_id) AS graphs,
-       sum(g.duration_ns)::BIGINT AS replay_ns, any_value(ss.window_ns) AS window_ns
-FROM graph_launches g JOIN ss USING (pid)
-WHERE g.start_ns >= ss.start_ns AND g.start_ns < ss.end_ns AND g.pid NOT IN (SELECT pid FROM traced)
-GROUP BY g.pid, g.device_id ORDER BY g.pid, g.device_id;
+SELECT pid, device_id, replays, graphs, replay_ns, window_ns FROM steady_graph_replays
+WHERE node_kernels = 0 ORDER BY pid, device_id;
 
 -- The step-time budget's slices, per device and process, largest first.
 -- query: report_budget
