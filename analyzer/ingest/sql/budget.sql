@@ -260,14 +260,14 @@ idle_runs AS (
   FROM budget_windows w
   LEFT JOIN (SELECT device_id, pid, max(end_ns) AS last_end, max(start_ns) AS last_start FROM held GROUP BY ALL) l
     ON l.device_id = w.device_id AND l.pid = w.pid),
--- Each gap with the end of the gap before it on its device and process, from one stream sorted
--- by (device, process, end) (lag() kept where the row before is of the same device and process).
-gap_stream AS (
-  SELECT *, CASE WHEN lag(device_id) OVER () = device_id AND lag(pid) OVER () = pid THEN lag(end_ns) OVER () END
-              AS prev_gap_end
-  FROM (SELECT device_id, pid, start_ns, end_ns, step, duration_ns, nvtx_range, sync_ns, copy_ns, launch_ns,
-               allocation_ns, module_ns, api_ns, osrt_ns, host_ns, after_blocking_api, blocking_wait_ns, next_kind
-        FROM idle_gaps ORDER BY device_id, pid, end_ns)),
+-- The gap before each gap that follows a blocking call, on its device and process (the only
+-- gaps whose waited time reads it): an ASOF lookup over the gaps' ends, which sorts three
+-- columns of every gap, not every gap's columns.
+prev_gaps AS (
+  SELECT b.device_id, b.pid, b.end_ns, p.end_ns AS prev_gap_end
+  FROM (SELECT device_id, pid, end_ns FROM idle_gaps WHERE after_blocking_api IS NOT NULL) b
+  ASOF JOIN (SELECT device_id, pid, end_ns FROM idle_gaps) p
+    ON p.device_id = b.device_id AND p.pid = b.pid AND p.end_ns < b.end_ns),
 -- Each idle run with the gap it lies in (idle_gaps: the same right edge, the next operation's
 -- start) and the GPU work between the gap of the run before it and its own (NULL when that run
 -- is in no gap, as a dispatch run): the work the host waited for when the gap follows a
@@ -276,12 +276,13 @@ gaps AS (
   SELECT i.device_id, i.pid, i.start_ns, i.end_ns, i.end_ns - i.start_ns AS ns, g.duration_ns AS gap_ns,
          g.nvtx_range, g.sync_ns, g.copy_ns, g.launch_ns, g.allocation_ns, g.module_ns, g.api_ns, g.osrt_ns,
          g.host_ns, g.after_blocking_api, g.blocking_wait_ns, g.next_kind,
-         CASE WHEN g.prev_gap_end = i.prev_run_end THEN g.start_ns - g.prev_gap_end END AS prev_busy_ns,
+         CASE WHEN pg.prev_gap_end = i.prev_run_end THEN g.start_ns - pg.prev_gap_end END AS prev_busy_ns,
          -- the churn part of the run: the churn window's share of the run's time inside it
          coalesce(c.share * greatest(least(i.end_ns, c.end_ns) - greatest(i.start_ns, c.start_ns), 0)
                   / (i.end_ns - i.start_ns)::DOUBLE, 0.0) AS churn
   FROM idle_runs i
-  LEFT JOIN gap_stream g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns
+  LEFT JOIN idle_gaps g ON g.device_id = i.device_id AND g.pid = i.pid AND g.end_ns = i.end_ns
+  LEFT JOIN prev_gaps pg ON pg.device_id = g.device_id AND pg.pid = g.pid AND pg.end_ns = g.end_ns
   LEFT JOIN churn_windows c ON c.pid = g.pid AND c.step = g.step
   WHERE i.end_ns > i.start_ns),
 -- (the settings as scalar subqueries: a join with their row was planned as a nested loop)
