@@ -100,7 +100,8 @@ WHERE r.steady
 GROUP BY ALL;
 
 -- One row per gpu_busy interval with the busy time of its (device, process) before it: a
--- prefix sum, so busy time in [a, b] = busy_before(b) - busy_before(a), found by ASOF joins.
+-- prefix sum, so busy time in [a, b] = busy_before(b) - busy_before(a). A view: no ingest statement
+-- reads it (nvtx_range_stats sweeps gpu_busy itself), so only a query that reads it pays its sort.
 -- sources: CUPTI_ACTIVITY_KIND_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_GRAPH_TRACE
 -- @column device_id: CUDA device ordinal
 -- @column pid: OS process id
@@ -112,7 +113,7 @@ GROUP BY ALL;
 -- wall, 2.5-2.7 CPU s, against 1.1 s and 1.3 CPU s so). Inclusive running sums stream; the
 -- exclusive frame (... AND 1 PRECEDING) does not. In DOUBLE, cast back: exact below 2^53 ns, and
 -- five times cheaper than a HUGEINT running sum.
-CREATE TABLE gpu_busy_cum AS
+CREATE VIEW gpu_busy_cum AS
 WITH parts AS (
   SELECT device_id, pid, coalesce(sum(ns) OVER (ORDER BY device_id NULLS FIRST, pid NULLS FIRST
                                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
@@ -154,15 +155,39 @@ FROM run r JOIN parts p ON p.device_id IS NOT DISTINCT FROM r.device_id AND p.pi
 -- time, summed over devices, ns
 -- @column devices: devices the process has GPU work on, count
 CREATE TABLE nvtx_range_stats AS
-WITH devs AS (SELECT DISTINCT pid, device_id FROM gpu_busy),
-edges AS (
-  SELECT t.range_id, d.device_id, t.pid, t.start_ns AS ts, 0 AS side FROM nvtx_tree t JOIN devs d USING (pid)
+WITH devs AS (SELECT DISTINCT pid, device_id FROM gpu_busy WHERE pid IN (SELECT pid FROM nvtx_tree)),
+-- The busy time of the range's devices before each of its edges, from one stream of the busy
+-- intervals and the edges sorted by (device, process, time), the edges after the intervals that
+-- start with them: the durations before an edge, less the part of the last interval still
+-- running at the edge (intervals lie apart, so it is the one with the latest end), less the
+-- partitions before (before). The latest end is a running max of ends offset above every earlier
+-- partition's (base, as gpu_openers does, normalize.sql): below the edge's base it belongs to an
+-- earlier partition. Sums in DOUBLE, exact below 2^53 ns.
+parts AS (
+  SELECT device_id, pid, lo,
+         coalesce(sum(hi - lo + 1) OVER p, 0) AS base, coalesce(sum(ns) OVER p, 0) AS before
+  FROM (SELECT b.device_id, b.pid, min(b.start_ns)::HUGEINT AS lo, max(b.end_ns)::HUGEINT AS hi,
+               sum(b.duration_ns::DOUBLE) AS ns
+        FROM gpu_busy b SEMI JOIN devs d ON d.device_id = b.device_id AND d.pid = b.pid GROUP BY ALL)
+  WINDOW p AS (ORDER BY device_id, pid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
+stream AS (
+  SELECT b.device_id, b.pid, b.start_ns AS ts, false AS edge, b.duration_ns::DOUBLE AS ns,
+         b.end_ns - p.lo + p.base AS e, NULL::BIGINT AS range_id, NULL::INTEGER AS side
+  FROM gpu_busy b JOIN parts p ON p.device_id = b.device_id AND p.pid = b.pid
   UNION ALL
-  SELECT t.range_id, d.device_id, t.pid, t.end_ns, 1 FROM nvtx_tree t JOIN devs d USING (pid)),
+  SELECT d.device_id, t.pid, t.start_ns, true, 0, NULL, t.range_id, 0 FROM nvtx_tree t JOIN devs d USING (pid)
+  UNION ALL
+  SELECT d.device_id, t.pid, t.end_ns, true, 0, NULL, t.range_id, 1 FROM nvtx_tree t JOIN devs d USING (pid)),
+swept AS (
+  SELECT *, sum(ns) OVER w AS cum, max(e) OVER w AS m
+  FROM (SELECT * FROM stream ORDER BY device_id, pid, ts, edge)
+  WINDOW w AS (ROWS UNBOUNDED PRECEDING)),
 at_edge AS (
-  SELECT e.range_id, e.side,
-         coalesce(b.busy_before_ns + least(e.ts, b.end_ns) - b.start_ns, 0) AS busy_before
-  FROM edges e ASOF LEFT JOIN gpu_busy_cum b ON b.device_id = e.device_id AND b.pid = e.pid AND b.start_ns <= e.ts),
+  SELECT s.range_id, s.side,
+         CASE WHEN s.m >= p.base
+              THEN s.cum - p.before - greatest((s.m - p.base + p.lo)::DOUBLE - s.ts, 0) ELSE 0 END AS busy_before
+  FROM swept s JOIN parts p ON p.device_id = s.device_id AND p.pid = s.pid
+  WHERE s.edge AND s.ts IS NOT NULL),
 busy AS (
   SELECT range_id, sum(CASE side WHEN 1 THEN busy_before ELSE -busy_before END)::BIGINT AS busy_during_ns
   FROM at_edge GROUP BY range_id),
