@@ -353,13 +353,20 @@ by_steps AS (
 -- cumulative GPU busy time and operations per process, to find the time by which half of both
 -- have run: set-up can hold most of either, not of both (one-off bulk work such as the model's
 -- weights uploaded outlasts a loop of short steps; thousands of tiny initialization kernels
--- outnumber a few steps) (in DOUBLE: exact below 2^53, much cheaper as a running sum than HUGEINT)
+-- outnumber a few steps). Only for processes without steps (fallback), as running sums over one
+-- stream sorted by (process, start) less the processes before (a window partitioned by process
+-- sorts each process apart). In DOUBLE: exact below 2^53, much cheaper as a running sum than HUGEINT.
+unstepped AS (SELECT pid, start_ns, end_ns, duration_ns, ops FROM gpu_busy WHERE pid NOT IN (SELECT pid FROM step_span)),
+totals AS (
+  SELECT pid, total_ns, total_ops,
+         coalesce(sum(total_ns) OVER p, 0) AS before_ns, coalesce(sum(total_ops) OVER p, 0) AS before_ops
+  FROM (SELECT pid, sum(duration_ns::DOUBLE) AS total_ns, sum(ops::DOUBLE) AS total_ops FROM unstepped GROUP BY pid)
+  WINDOW p AS (ORDER BY pid ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)),
 busy_cum AS (
-  SELECT pid, end_ns,
-         sum(duration_ns::DOUBLE) OVER w AS cum_ns, sum(duration_ns::DOUBLE) OVER (PARTITION BY pid) AS total_ns,
-         sum(ops::DOUBLE) OVER w AS cum_ops, sum(ops::DOUBLE) OVER (PARTITION BY pid) AS total_ops
-  FROM (SELECT pid, start_ns, end_ns, duration_ns, ops FROM gpu_busy)
-  WINDOW w AS (PARTITION BY pid ORDER BY start_ns ROWS UNBOUNDED PRECEDING)),
+  SELECT r.pid, r.end_ns, r.cum_ns - t.before_ns AS cum_ns, t.total_ns, r.cum_ops - t.before_ops AS cum_ops, t.total_ops
+  FROM (SELECT *, sum(duration_ns::DOUBLE) OVER w AS cum_ns, sum(ops::DOUBLE) OVER w AS cum_ops
+        FROM (SELECT * FROM unstepped ORDER BY pid, start_ns, end_ns) WINDOW w AS (ROWS UNBOUNDED PRECEDING)) r
+  JOIN totals t USING (pid)),
 half AS (
   SELECT pid, greatest(min(end_ns) FILTER (WHERE 2 * cum_ns >= total_ns),
                        min(end_ns) FILTER (WHERE 2 * cum_ops >= total_ops)) AS half_ns
