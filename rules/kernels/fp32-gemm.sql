@@ -30,6 +30,14 @@ ranked AS (
          count(*) OVER (PARTITION BY f.pid, f.device_id) AS fp32_kernels,
          row_number() OVER (PARTITION BY f.pid, f.device_id ORDER BY f.total_ns DESC, f.name) AS rank
   FROM fp32 f),
+-- the process's GEMM and convolution time on tensor cores: where it is a real share, mixed
+-- precision is on and the fp32 GEMMs are those it leaves out
+tensor_core AS (
+  SELECT k.pid, k.device_id, sum(k.duration_ns) AS tc_gemm_ns
+  FROM kernels k JOIN steady_state s ON s.pid = k.pid
+  JOIN (SELECT name FROM kernel_names
+        WHERE regexp_matches(name, $gemm_pattern, 'i') AND regexp_matches(name, $tensor_core_pattern, 'i')) n USING (name)
+  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns GROUP BY ALL),
 -- the innermost NVTX range that launches most of the fp32 GEMM time
 top_range AS (
   SELECT pid, device_id, first(range_name ORDER BY ns DESC, range_name) FILTER (WHERE range_name IS NOT NULL) AS top_range, max(ns) AS top_range_ns
@@ -47,10 +55,11 @@ SELECT r.pid, r.device_id, g.gpu_name, g.compute_major, g.compute_minor, g.tenso
        round(100.0 * r.format_bound_ns / nullif(b.kernel_share_ns, 0), 2) AS format_bound_share_pct,
        round(r.format_bound_ns * (1 - 1 / $expected_speedup) * least(1.0, b.busy_ns / nullif(b.kernel_sum_ns, 0)))::BIGINT
          AS est_saving_ns,
+       round(100.0 * coalesce(tc.tc_gemm_ns, 0) / nullif(coalesce(tc.tc_gemm_ns, 0) + r.fp32_ns, 0), 2) AS tensor_core_gemm_pct,
        t.top_range, round(100.0 * t.top_range_ns / nullif(r.fp32_ns, 0), 2) AS top_range_pct,
        CASE WHEN t.top_range IS NOT NULL
             THEN ' (' || printf('%.0f %%', 100.0 * t.top_range_ns / nullif(r.fp32_ns, 0))
                  || ' launched from NVTX range "' || t.top_range || '")' ELSE '' END AS where_text
 FROM ranked r JOIN gpu g USING (device_id) LEFT JOIN steady_busy b USING (pid, device_id)
-LEFT JOIN top_range t USING (pid, device_id)
+LEFT JOIN top_range t USING (pid, device_id) LEFT JOIN tensor_core tc USING (pid, device_id)
 ORDER BY r.fp32_ns DESC, r.pid, r.device_id, r.rank
