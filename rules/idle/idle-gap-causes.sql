@@ -149,6 +149,13 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
               WHEN c.median_gap_ns < $host_compute_gap_ns
                    AND ((2 * c.gaps >= coalesce(o.ops, 0) AND o.ops > 0) OR (2 * c.gaps >= ro.ops AND ro.ops > 0))
                 THEN 'per operation'
+              -- gaps as short as dispatching one operation, before a good share of the range's
+              -- operations: that cost again, where the other operations queue behind earlier ones
+              -- (unless blocking calls come before many of them: the syncs shape those gaps)
+              WHEN c.median_gap_ns < $dispatch_gap_max_ns
+                   AND 100 * c.gaps >= $dispatch_gap_share_pct * coalesce(ro.ops, o.ops) AND coalesce(ro.ops, o.ops) > 0
+                   AND 100 * c.after_blocking_gaps <= $dispatch_max_blocking_pct * c.gaps
+                THEN 'per operation'
               ELSE 'host code' END END AS host_pattern,
        CASE WHEN c.cause = 'nvtx' THEN c.detail ELSE p.nvtx_range END AS nvtx_range,
        coalesce(o.ops, 0) AS window_ops, coalesce(o.graphs, 0) AS window_graphs, c.gaps, c.idle_ns, c.median_gap_ns, c.max_gap_ns, c.after_blocking_gaps,
@@ -172,7 +179,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        coalesce(fw.framework, 'other') AS framework, coalesce(fw.compiled, false) AS compiled,
        CASE WHEN cb.callback_ns >= 0.5 * c.idle_ns THEN cb.callback END AS host_callback,
        -- the operations the per-operation test counted: the range's own where the window's are too many
-       CASE WHEN 2 * c.gaps >= coalesce(o.ops, 0) OR ro.ops IS NULL
+       CASE WHEN 2 * c.gaps >= coalesce(o.ops, 0) AND o.ops > 0 OR ro.ops IS NULL
             THEN format('{:,} gaps for {:,} operations in the steady state', c.gaps, coalesce(o.ops, 0))
             ELSE format('{:,} gaps for the {:,} operations launched in "{}", of {:,} in the steady state',
                         c.gaps, ro.ops, c.detail, coalesce(o.ops, 0)) END AS ops_text
