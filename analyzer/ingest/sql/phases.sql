@@ -356,7 +356,7 @@ by_steps AS (
 -- outnumber a few steps). Only for processes without steps (fallback), as running sums over one
 -- stream sorted by (process, start) less the processes before (a window partitioned by process
 -- sorts each process apart). In DOUBLE: exact below 2^53, much cheaper as a running sum than HUGEINT.
-unstepped AS (SELECT pid, start_ns, end_ns, duration_ns, ops FROM gpu_busy WHERE pid NOT IN (SELECT pid FROM step_span)),
+unstepped AS (SELECT pid, start_ns, end_ns, duration_ns, ops FROM gpu_busy WHERE pid NOT IN (SELECT pid FROM step_span WHERE pid IS NOT NULL)),
 totals AS (
   SELECT pid, total_ns, total_ops,
          coalesce(sum(total_ns) OVER p, 0) AS before_ns, coalesce(sum(total_ops) OVER p, 0) AS before_ops
@@ -380,7 +380,7 @@ fallback AS (
          CASE WHEN l.loaded_ns > g.first_ns THEN 'after-module-loading' ELSE 'gpu-activity' END AS method,
          NULL::BIGINT AS steps, NULL::BIGINT AS first_step_ns
   FROM gpu g LEFT JOIN loads l USING (pid)
-  WHERE g.pid NOT IN (SELECT pid FROM by_steps)),
+  WHERE g.pid NOT IN (SELECT pid FROM by_steps WHERE pid IS NOT NULL)),
 chosen AS (SELECT * FROM by_steps UNION ALL SELECT * FROM fallback)
 SELECT c.pid, c.start_ns, c.end_ns, c.start_ns - a.first_ns AS startup_ns, c.method,
        c.end_ns - c.start_ns AS duration_ns, a.first_ns AS process_start_ns, c.steps, c.first_step_ns,
