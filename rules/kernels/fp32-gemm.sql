@@ -9,19 +9,23 @@ WITH gpu AS (
   WHERE NOT regexp_matches(coalesce(name, ''), $no_tensor_core_gpus, 'i')
     AND (compute_major >= 7
          OR (compute_major IS NULL AND regexp_matches(coalesce(name, ''), $tensor_core_gpus, 'i')))),
--- names matched once each (kernel_names), not once per kernel
-fp32_names AS (
-  SELECT name FROM kernel_names
-  WHERE regexp_matches(name, $gemm_pattern, 'i') AND regexp_matches(name, $fp32_pattern, 'i')
-    AND NOT regexp_matches(name, $tensor_core_pattern, 'i')),
-fp32 AS (
-  SELECT k.pid, k.device_id, k.name, any_value(k.short_name) AS short_name, count(*) AS instances,
-         sum(k.duration_ns) AS total_ns, median(k.duration_ns) AS median_ns,
+-- names matched once each (kernel_names), not once per kernel: the GEMM and convolution kernels
+-- in fp32 on CUDA cores, and those on tensor cores (a match wins over the fp32 signature)
+gemm_names AS (
+  SELECT name, NOT regexp_matches(name, $tensor_core_pattern, 'i') AS fp32 FROM kernel_names
+  WHERE regexp_matches(name, $gemm_pattern, 'i')
+    AND (regexp_matches(name, $fp32_pattern, 'i') OR regexp_matches(name, $tensor_core_pattern, 'i'))),
+fp32_names AS (SELECT name FROM gemm_names WHERE fp32),
+-- one scan of the steady state's kernels for both formats
+gemms AS (
+  SELECT k.pid, k.device_id, k.name, n.fp32, any_value(k.short_name) AS short_name, count(*) AS instances,
+         sum(k.duration_ns) AS total_ns, median(k.duration_ns) FILTER (WHERE n.fp32) AS median_ns,
          -- what a faster format can shorten: each launch's time beyond a kernel's fixed cost
          sum(greatest(k.duration_ns - $latency_floor_ns, 0)) AS above_floor_ns
-  FROM kernels k JOIN fp32_names USING (name) JOIN steady_state s ON s.pid = k.pid
+  FROM kernels k JOIN gemm_names n USING (name) JOIN steady_state s ON s.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns
   GROUP BY ALL),
+fp32 AS (SELECT * EXCLUDE (fp32) FROM gemms WHERE fp32),
 ranked AS (
   SELECT f.*, CASE WHEN coalesce(f.short_name, '') IN ('', 'Kernel', 'Kernel2', 'device_kernel')
                    THEN regexp_replace(f.name, '^void ', '') ELSE f.short_name END AS label,
@@ -32,12 +36,7 @@ ranked AS (
   FROM fp32 f),
 -- the process's GEMM and convolution time on tensor cores: where it is a real share, mixed
 -- precision is on and the fp32 GEMMs are those it leaves out
-tensor_core AS (
-  SELECT k.pid, k.device_id, sum(k.duration_ns) AS tc_gemm_ns
-  FROM kernels k JOIN steady_state s ON s.pid = k.pid
-  JOIN (SELECT name FROM kernel_names
-        WHERE regexp_matches(name, $gemm_pattern, 'i') AND regexp_matches(name, $tensor_core_pattern, 'i')) n USING (name)
-  WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns GROUP BY ALL),
+tensor_core AS (SELECT pid, device_id, sum(total_ns) AS tc_gemm_ns FROM gemms WHERE NOT fp32 GROUP BY ALL),
 -- the innermost NVTX range that launches most of the fp32 GEMM time
 top_range AS (
   SELECT pid, device_id, first(range_name ORDER BY ns DESC, range_name) FILTER (WHERE range_name IS NOT NULL) AS top_range, max(ns) AS top_range_ns
