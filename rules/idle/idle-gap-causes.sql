@@ -6,9 +6,6 @@ ops AS (
   SELECT a.device_id, a.pid, count(*) AS ops, count(*) FILTER (WHERE a.kind = 'graph') AS graphs
   FROM gpu_activity a JOIN steady_state s USING (pid)
   WHERE a.start_ns >= s.start_ns AND a.start_ns < s.end_ns GROUP BY ALL),
--- each NVTX range's own GPU operations in the steady state: host code before most of a range's
--- operations is a per-operation cost there, even where the range launches a small part of the step's
-range_ops AS (SELECT device_id, pid, range_name, sum(ops) AS ops FROM nvtx_op_time GROUP BY ALL),
 -- copies of at least roundtrip_min_bytes off the GPU (by where they end) and onto it (by where
 -- they start): a gap between two such is a round trip of data through the host
 off_gpu AS (
@@ -191,7 +188,9 @@ LEFT JOIN ops o ON o.device_id = c.device_id AND o.pid = c.pid
 LEFT JOIN launch_waits lw ON lw.device_id = c.device_id AND lw.pid = c.pid
 LEFT JOIN in_callbacks cb ON cb.device_id = c.device_id AND cb.pid = c.pid AND cb.cause = c.cause
                          AND cb.detail IS NOT DISTINCT FROM c.detail
-LEFT JOIN range_ops ro ON c.cause = 'nvtx' AND ro.device_id = c.device_id AND ro.pid = c.pid AND ro.range_name = c.detail
+-- an NVTX range's own steady-state operations: host code before most of them is a per-operation
+-- cost there, even where the range launches a small part of the step's operations
+LEFT JOIN nvtx_range_ops ro ON c.cause = 'nvtx' AND ro.device_id = c.device_id AND ro.pid = c.pid AND ro.range_name = c.detail
 LEFT JOIN hot h ON h.device_id = c.device_id AND h.pid = c.pid AND h.cause = c.cause AND h.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN faulted fl ON fl.device_id = c.device_id AND fl.pid = c.pid AND fl.cause = c.cause
                      AND fl.detail IS NOT DISTINCT FROM c.detail

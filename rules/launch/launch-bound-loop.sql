@@ -41,10 +41,6 @@ call_idle AS (
 st AS (
   SELECT s.pid, count(*) AS steps FROM steps s JOIN ss USING (pid)
   WHERE s.start_ns >= ss.start_ns AND s.start_ns < ss.end_ns GROUP BY s.pid),
--- the GPU operations each NVTX range launches in the steady state, for the range holding most
--- launch overhead
-range_ops AS (
-  SELECT device_id, pid, range_name, sum(ops) AS ops, sum(gpu_ns) AS gpu_ns FROM nvtx_op_time GROUP BY ALL),
 measured AS (
 SELECT x.device_id, x.pid, coalesce(k.kernels, 0) AS kernels, st.steps,
        CAST(round(k.kernels / nullif(st.steps, 0)) AS BIGINT) AS kernels_per_step,
@@ -83,7 +79,8 @@ FROM base x JOIN ss USING (pid) LEFT JOIN process_frameworks fw ON fw.pid = x.pi
 LEFT JOIN api a USING (pid) LEFT JOIN st USING (pid) LEFT JOIN launch_idle li USING (device_id, pid)
 LEFT JOIN blocking bl USING (pid) LEFT JOIN call_idle ci USING (device_id, pid)
 LEFT JOIN launch_waits lw USING (device_id, pid)
-LEFT JOIN range_ops ro ON ro.device_id = x.device_id AND ro.pid = x.pid AND ro.range_name = li.top_place),
+-- the GPU operations the range holding most launch overhead launches in the steady state
+LEFT JOIN nvtx_range_ops ro ON ro.device_id = x.device_id AND ro.pid = x.pid AND ro.range_name = li.top_place),
 -- the whole loop launch-bound; else one NVTX range whose operations are issued one by one, holding
 -- min_launch_idle_pct of the window as launch overhead while the rest of the step keeps the GPU fed
 judged AS (

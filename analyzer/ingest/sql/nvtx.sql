@@ -99,6 +99,18 @@ FROM range_op_sums r JOIN nvtx_tree t ON t.range_id = r.op_range_id
 WHERE r.steady
 GROUP BY ALL;
 
+-- One row per (process, device, innermost launching range name): the steady-state GPU operations
+-- that range launches and their GPU time, summed over operation kinds and names (nvtx_op_time):
+-- how many operations a place in the program issues, for the rules that judge it by them.
+-- sources: NVTX_EVENTS
+-- @column pid: OS process id
+-- @column device_id: CUDA device ordinal
+-- @column range_name: name of the innermost NVTX range open at the launch
+-- @column ops: operations, count
+-- @column gpu_ns: their summed GPU durations, ns
+CREATE VIEW nvtx_range_ops AS
+SELECT pid, device_id, range_name, sum(ops)::BIGINT AS ops, sum(gpu_ns)::BIGINT AS gpu_ns FROM nvtx_op_time GROUP BY ALL;
+
 -- One row per gpu_busy interval with the busy time of its (device, process) before it: a
 -- prefix sum, so busy time in [a, b] = busy_before(b) - busy_before(a). A view: no ingest statement
 -- reads it (nvtx_range_stats sweeps gpu_busy itself), so only a query that reads it pays its sort.
