@@ -52,7 +52,7 @@ def report_from_trace(trace: Trace, rules: dict[str, Rule], overrides, select, *
     budget, steady = step_budget.compute(con)
     has_gpu = metrics.kernel_count + metrics.memcpy_count + metrics.memset_count > 0 or bool(
         con.execute(sql_library.query("report_graph_launches")).fetchone()[0])
-    coverage = capture_coverage.compute(con, metrics, steady, has_gpu)
+    coverage = capture_coverage.compute(con, metrics, steady, has_gpu, settings)
     if not has_gpu:
         results = withhold(results)
     findings = rank(claims.apply([f for r in results for f in r.findings], budget, steady, settings))

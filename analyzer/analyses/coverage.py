@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import duckdb
 from nsys_diagnose.engine.model import Coverage, Gap, Metrics, SteadyState
+from nsys_diagnose.ingest import settings
+from nsys_diagnose.ingest.settings import SettingValues
 from nsys_diagnose.ingest.sql_library import query
 from nsys_diagnose.units import duration, pct
 
 MIN_STEADY_STEPS = 3  # steps after the first: fewer give no step time worth a median
-# replays traced as whole graphs holding this share of a steady state or more: most of its GPU
-# time is work no kernel rule could look at, so "no bottleneck" would speak of what was not recorded
-MIN_OPAQUE_GRAPH_PCT = 50.0
 
 GPU_SOURCES = {"kernel": "kernels", "memcpy": "memory copies", "memset": "memsets", "graph": "CUDA graph replays"}
 
@@ -94,11 +93,13 @@ def _few_steps(steady: list[SteadyState]) -> list[Gap]:
     return out
 
 
-def _opaque_graphs(con: duckdb.DuckDBPyConnection) -> list[Gap]:
+def _opaque_graphs(con: duckdb.DuckDBPyConnection, min_pct: float) -> list[Gap]:
+    """Replays traced as whole graphs holding `min_pct` of a steady state or more: "no bottleneck"
+    would speak of GPU time that was not recorded."""
     out = []
     for pid, device_id, replays, graphs, replay_ns, window_ns in con.execute(query("report_opaque_graphs")).fetchall():
         share = 100 * replay_ns / window_ns if window_ns else 0.0
-        if share < MIN_OPAQUE_GRAPH_PCT:
+        if share < min_pct:
             continue
         out.append(Gap(id="graph-kernels-untraced", pid=pid, capture=OPAQUE_GRAPHS_CAPTURE,
                        message=(f"The kernels inside pid {pid}'s CUDA graph replays were not traced: {replays:,} "
@@ -109,13 +110,16 @@ def _opaque_graphs(con: duckdb.DuckDBPyConnection) -> list[Gap]:
     return out
 
 
-def compute(con: duckdb.DuckDBPyConnection, metrics: Metrics, steady: list[SteadyState], has_gpu: bool) -> Coverage:
+def compute(con: duckdb.DuckDBPyConnection, metrics: Metrics, steady: list[SteadyState], has_gpu: bool,
+            values: SettingValues | None = None) -> Coverage:
+    """`values`: the run's settings (opaque_graph_min_pct)."""
     if not has_gpu:
         return Coverage(status="could-not-look", gaps=[_gpu_gap(metrics.api_count > 0)])
     gaps = [g for g in (_backwards(con),) if g] + _cut_short(con)
     seen = {(g.pid, g.id) for g in gaps}
     gaps += [g for g in _few_steps(steady) if (g.pid, "startup-only") not in seen]
-    gaps += [g for g in _opaque_graphs(con) if (g.pid, "startup-only") not in seen]
+    opaque = _opaque_graphs(con, settings.value("opaque_graph_min_pct", values))
+    gaps += [g for g in opaque if (g.pid, "startup-only") not in seen]
     gpu_pids = {p.pid for p in metrics.processes}
     cut = {g.pid for g in gaps if g.id == "startup-only"}
     if gpu_pids and gpu_pids <= cut:

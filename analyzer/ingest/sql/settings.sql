@@ -72,6 +72,9 @@ INSERT INTO settings VALUES
   ('critical_path_min_pct', 2, 'float', '%', 0, 100, 'engine/claims.py',
    'A budget slice under this share of the steady state does not limit the step: its finding becomes '
    'info, with a note.'),
+  ('opaque_graph_min_pct', 50, 'float', '%', 0, 100, 'analyses/coverage.py',
+   'CUDA graph replays traced whole (no kernel inside them recorded) holding this share of a steady '
+   'state or more make the report partial: most of its GPU time is work no kernel rule could look at.'),
   ('host_ahead', 0.25, 'float', 'ratio', 0, 1, 'compare/comparison.py',
    'compare: host step starts this much shorter than the GPU''s period mean the host runs ahead of the '
    'GPU, which the comparison notes beside its timing.'),
