@@ -76,6 +76,14 @@ reaped AS (
   FROM idle_gaps g
   WHERE g.in_steady_state AND g.cause = 'os-call' AND reaps_child(g.pid, g.tid, g.start_ns, g.end_ns)
   GROUP BY ALL),
+-- the child processes each process starts in its steady state (spawn_pattern: fork, posix_spawn):
+-- several a step are a pool of workers started anew every step, not one program run
+spawns AS (
+  SELECT o.pid, count(*) AS spawns, median(o.end_ns - o.start_ns) AS spawn_median_ns,
+         string_agg(DISTINCT o.name::VARCHAR, ', ' ORDER BY o.name::VARCHAR) AS spawn_calls
+  FROM osrt_calls o JOIN steady_state s USING (pid)
+  WHERE o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AND regexp_matches(o.name, $spawn_pattern)
+  GROUP BY o.pid),
 places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
          sum(blocked_ns) AS after_blocking_ns, sum(roundtrip_ns) AS roundtrip_ns
@@ -179,8 +187,14 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE WHEN 2 * c.gaps >= coalesce(o.ops, 0) AND o.ops > 0 OR ro.ops IS NULL
             THEN format('{:,} gaps for {:,} operations in the steady state', c.gaps, coalesce(o.ops, 0))
             ELSE format('{:,} gaps for the {:,} operations launched in "{}", of {:,} in the steady state',
-                        c.gaps, ro.ops, c.detail, coalesce(o.ops, 0)) END AS ops_text
+                        c.gaps, ro.ops, c.detail, coalesce(o.ops, 0)) END AS ops_text,
+       coalesce(sw.spawns, 0) AS spawns, round(sw.spawns / ss.steps, 1) AS spawns_per_step,
+       sw.spawn_median_ns, sw.spawn_calls,
+       coalesce(child.waits OR (c.cause = 'os-call' AND os_wait_kind(c.detail) = 'child process'), false)
+         AND coalesce(sw.spawns / ss.steps >= $pool_min_spawns_per_step, false) AS pool_per_step
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
+LEFT JOIN spawns sw ON sw.pid = c.pid
+LEFT JOIN steady_steps ss ON ss.pid = c.pid
 LEFT JOIN process_frameworks fw ON fw.pid = c.pid
 LEFT JOIN places p ON p.device_id = c.device_id AND p.pid = c.pid AND p.cause = c.cause
                   AND p.detail IS NOT DISTINCT FROM c.detail

@@ -4,10 +4,13 @@
 WITH names AS (SELECT name, regexp_matches(name, $elementwise_pattern, 'i')
                             AND NOT regexp_matches(name, $fused_pattern) AS is_elementwise,
                       regexp_matches(name, $copy_pattern) AND NOT regexp_matches(name, $cast_pattern) AS is_copy,
-                      regexp_matches(name, $foreach_pattern) AS is_foreach FROM kernel_names),
+                      regexp_matches(name, $foreach_pattern) AS is_foreach,
+                      -- fused attention (flash, cuDNN SDPA, FMHA): the fix need not advise it
+                      name IN (SELECT name FROM kernel_formats WHERE op = 'attention') AS is_attention
+               FROM kernel_names),
 steady AS (
   SELECT k.pid, k.device_id, k.name, k.short_name, k.duration_ns, n.is_elementwise, n.is_elementwise AND n.is_copy AS is_copy,
-         n.is_elementwise AND n.is_foreach AS is_foreach
+         n.is_elementwise AND n.is_foreach AS is_foreach, n.is_attention
   FROM kernels k JOIN names n USING (name) JOIN steady_state s ON s.pid = k.pid
   WHERE k.start_ns >= s.start_ns AND k.start_ns < s.end_ns),
 -- one pass over the kernels: per name, and per process and kind (the name's grouping bit set)
@@ -16,7 +19,8 @@ grouped AS (
          any_value(short_name) AS short_name, count(*) AS instances, sum(duration_ns) AS total_ns,
          median(duration_ns) FILTER (WHERE is_elementwise) AS median_ns,
          sum(duration_ns) FILTER (WHERE is_copy) AS copy_ns,
-         sum(duration_ns) FILTER (WHERE is_foreach) AS foreach_ns
+         sum(duration_ns) FILTER (WHERE is_foreach) AS foreach_ns,
+         sum(duration_ns) FILTER (WHERE is_attention) AS attention_ns
   FROM steady GROUP BY GROUPING SETS ((pid, device_id, is_elementwise, name), (pid, device_id, is_elementwise))),
 per_process AS (
   SELECT g.pid, g.device_id, any_value(s.steps) AS steps, any_value(s.end_ns - s.start_ns) AS window_ns,
@@ -25,7 +29,8 @@ per_process AS (
          coalesce(sum(g.total_ns) FILTER (WHERE g.is_elementwise), 0) AS ew_ns,
          any_value(g.median_ns) FILTER (WHERE g.is_elementwise) AS ew_median_ns,
          coalesce(sum(g.copy_ns), 0) AS copy_ns,
-         coalesce(sum(g.foreach_ns), 0) AS foreach_ns
+         coalesce(sum(g.foreach_ns), 0) AS foreach_ns,
+         coalesce(sum(g.attention_ns), 0) AS attention_ns
   FROM grouped g JOIN steady_state s USING (pid) WHERE g.whole_kind = 1 GROUP BY g.pid, g.device_id),
 -- the layout copies' and the foreach loops' shares of the elementwise time, %
 shares AS (SELECT *, 100.0 * copy_ns / nullif(ew_ns, 0) AS copy_share,
@@ -71,7 +76,8 @@ SELECT l.pid, l.device_id, l.name,
        p.foreach_ns, round(p.foreach_share, 2) AS foreach_pct,
        CASE WHEN p.foreach_share >= $min_foreach_pct
             THEN '; foreach optimizer or GradScaler loops (multi_tensor_apply) take ' || printf('%.0f %%', p.foreach_share)
-                 || ' of it' ELSE '' END AS foreach_text
+                 || ' of it' ELSE '' END AS foreach_text,
+       p.attention_ns > 0 AS fused_attention
 FROM labelled l JOIN shares p USING (pid, device_id) LEFT JOIN steady_busy b USING (pid, device_id)
 LEFT JOIN top_range r USING (pid, device_id)
 ORDER BY p.ew_ns DESC, l.pid, l.device_id, l.rank

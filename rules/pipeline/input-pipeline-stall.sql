@@ -92,6 +92,18 @@ rows AS (
          coalesce(k.paced, false) AS paced
   FROM (SELECT * FROM loading UNION ALL SELECT * FROM waiting UNION ALL SELECT * FROM uploading) r
   LEFT JOIN pacing k ON r.source = 'os wait' AND k.pid = r.pid),
+-- the idle time of each row spent in file reads and writes (os_wait_kind 'file I/O'): in the
+-- loading ranges, the file-I/O gaps' overlap with their instances; an OS wait row is its own call
+file_gaps AS (
+  SELECT g.pid, m.name AS what, g.detail, sum(least(g.end_ns, m.end_ns) - greatest(g.start_ns, m.start_ns)) AS ns
+  FROM idle_gaps g
+  JOIN (SELECT m.* FROM matching m LEFT JOIN matching parent ON parent.range_id = m.parent_id
+        WHERE m.loads AND NOT coalesce(parent.loads, false)) m
+    ON m.pid = g.pid AND g.end_ns > m.start_ns AND g.start_ns < m.end_ns
+  WHERE g.in_steady_state AND g.cause = 'os-call' AND os_wait_kind(g.detail) = 'file I/O'
+  GROUP BY ALL),
+file_io AS (
+  SELECT pid, what, sum(ns) AS ns, first(detail ORDER BY ns DESC, detail) AS call FROM file_gaps GROUP BY ALL),
 -- what the CPU samples of the process's untraced gaps (gap_samples) say the host built the batch
 -- with: the three libraries holding most of them
 sampled AS (
@@ -139,9 +151,15 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.place,
        -- the trace cannot say whether the program sets that pace (a throttle) or its users or a
        -- remote store do (requests arriving): no bound on what lifting it wins
        CASE WHEN NOT r.paced AND NOT n.from_network THEN r.idle_ns END AS recoverable_ns,
-       coalesce(fw.framework, 'other') AS framework
+       coalesce(fw.framework, 'other') AS framework,
+       CASE WHEN r.source = 'os wait' THEN CASE WHEN os_wait_kind(r.what) = 'file I/O' THEN 100.0 ELSE 0.0 END
+            ELSE round(100.0 * coalesce(fi.ns, 0) / nullif(r.idle_ns, 0), 2) END AS file_io_pct,
+       CASE WHEN r.source = 'os wait' THEN r.what ELSE fi.call END AS file_io_call,
+       coalesce(CASE WHEN r.source = 'os wait' THEN os_wait_kind(r.what) = 'file I/O'
+                     ELSE fi.ns >= $file_io_min_pct / 100.0 * r.idle_ns END, false) AS reads_files
 FROM rows r JOIN ss USING (pid) LEFT JOIN process_frameworks fw ON fw.pid = r.pid LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
-LEFT JOIN done d USING (pid) LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
+LEFT JOIN done d USING (pid) LEFT JOIN file_io fi ON r.source = 'nvtx range' AND fi.pid = r.pid AND fi.what = r.what
+LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
 -- a feeder blocked on sockets that no traced sleep paces and no helper process feeds: its input
 -- comes from outside the trace
 CROSS JOIN LATERAL (SELECT r.source = 'os wait' AND NOT r.paced AND list_contains($network_calls, r.what)
