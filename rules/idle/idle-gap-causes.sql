@@ -84,6 +84,24 @@ spawns AS (
   FROM osrt_calls o JOIN steady_state s USING (pid)
   WHERE o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AND regexp_matches(o.name, $spawn_pattern)
   GROUP BY o.pid),
+-- the OS-wait gaps next to a copy off the GPU (ending where one starts or starting where one
+-- ends), with the thread already in the call that holds the gap when the GPU went idle and out of
+-- it within read_wake_max_ns: it was waiting for a value the GPU computes and copies back (float()
+-- of a JAX array, jax.device_get: a helper thread waits for the result to be ready, then copies
+-- it and wakes the thread that reads it), a synchronization by other means, not a wait of its own
+-- (a wait that outlasts the GPU's work by more is for something else: a compiler, a loader)
+d2h AS (SELECT device_id, pid, start_ns, end_ns FROM memcpys WHERE kind = 'Device-to-Host'),
+read_waits AS (
+  SELECT g.device_id, g.pid, g.detail, sum(g.duration_ns) AS ns
+  FROM (SELECT g.* FROM idle_gaps g
+        -- (a lock is contention between threads, not a wait for a result)
+        WHERE g.in_steady_state AND g.cause = 'os-call' AND os_wait_kind(g.detail) = 'wait'
+          AND NOT regexp_matches(g.detail, 'mutex|rwlock|spin')
+          AND (EXISTS (SELECT 1 FROM d2h d WHERE d.device_id = g.device_id AND d.pid = g.pid AND d.end_ns = g.start_ns)
+               OR EXISTS (SELECT 1 FROM d2h d WHERE d.device_id = g.device_id AND d.pid = g.pid AND d.start_ns = g.end_ns))) g
+  ASOF JOIN osrt_calls o ON o.pid = g.pid AND o.tid = g.tid AND o.start_ns < g.start_ns
+  WHERE o.end_ns > g.start_ns AND o.end_ns - g.start_ns <= $read_wake_max_ns AND o.name = g.detail
+  GROUP BY ALL),
 places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
          sum(blocked_ns) AS after_blocking_ns, sum(roundtrip_ns) AS roundtrip_ns
@@ -129,6 +147,8 @@ hot AS (
   FROM picked)
 SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE WHEN child.waits THEN 'waiting for a child process it started (in ' || c.detail || ', then reaping it)'
+            WHEN read.waits THEN 'waiting in ' || c.detail || ' for values read back from the GPU (the gaps lie next to '
+                                 || 'device-to-host copies, the thread already waiting when the GPU went idle)'
             ELSE gap_cause_text(c.cause, c.detail) END
          || CASE WHEN c.cause <> 'nvtx' AND p.nvtx_range IS NOT NULL
                  THEN ' in NVTX range "' || p.nvtx_range || '"' ELSE '' END AS cause_text,
@@ -136,7 +156,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE c.cause WHEN 'nvtx' THEN 'host code' WHEN 'untraced' THEN 'untraced host code' WHEN 'os-call' THEN 'OS wait'
                     WHEN 'module-loading' THEN 'module loading' WHEN 'cuda-api' THEN 'other CUDA calls'
                     ELSE c.cause END AS budget_cause,
-       CASE WHEN child.waits THEN 'child process' WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
+       CASE WHEN child.waits THEN 'child process' WHEN read.waits THEN 'device read'
+            WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
        is_graph_capture(c.cause, c.detail) AS graph_capture,
        -- what host code between GPU work looks like, for the advice: data through the host and
        -- back; computation after each wait; short round trips after waits; or host code alone
@@ -175,7 +196,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE WHEN h.samples IS NOT NULL THEN ' CPU samples in these gaps (' || h.samples || '): ' || h.top_functions || '.'
             ELSE '' END AS samples_text,
        -- short (the headline has thirty words): the function alone, or the library
-       'idle in ' || budget_cause
+       CASE WHEN read.waits THEN 'host waits on device-to-host reads' ELSE 'idle in ' || budget_cause END
          || CASE WHEN h.hot_code IS NOT NULL THEN ' (mostly ' || h.hot_name || ')' ELSE '' END AS headline_cause,
        c.window_ns,
        round(100.0 * c.idle_ns / nullif(c.window_ns, 0), 2) AS window_pct,
@@ -211,6 +232,11 @@ LEFT JOIN faulted fl ON fl.device_id = c.device_id AND fl.pid = c.pid AND fl.cau
 LEFT JOIN stalls st ON st.device_id = c.device_id AND st.pid = c.pid AND st.cause = c.cause
                    AND st.detail IS NOT DISTINCT FROM c.detail
 LEFT JOIN reaped r ON c.cause = 'os-call' AND r.device_id = c.device_id AND r.pid = c.pid AND r.detail = c.detail
+LEFT JOIN read_waits rw ON c.cause = 'os-call' AND rw.device_id = c.device_id AND rw.pid = c.pid AND rw.detail = c.detail
 -- most of the time in gaps that end with reaping a child: the thread waits for that child
 CROSS JOIN LATERAL (SELECT coalesce(r.ns >= 0.5 * c.idle_ns, false) AND os_wait_kind(c.detail) <> 'child process' AS waits) child
+-- most of it in gaps after a device-to-host copy the thread waited for
+-- (not where an XLA host callback holds it: the callback is the cause)
+CROSS JOIN LATERAL (SELECT NOT child.waits AND coalesce(rw.ns >= 0.5 * c.idle_ns, false)
+                           AND NOT coalesce(cb.callback_ns >= 0.5 * c.idle_ns, false) AS waits) read
 ORDER BY c.idle_ns DESC, c.device_id, c.pid, c.cause, c.detail

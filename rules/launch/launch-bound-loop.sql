@@ -90,6 +90,10 @@ judged AS (
   FROM measured)
 SELECT *, NOT loop_launch_bound AND top_place IS NOT NULL AND top_place_window_pct >= $min_launch_idle_pct
           AND range_ops >= $min_kernels AND coalesce(range_mean_op_ns <= $max_median_kernel_ns, false)
-          AND top_place_ns >= top_call_idle_ns AND NOT synchronous_launches AS range_launch_bound
+          AND top_place_ns >= top_call_idle_ns AND NOT synchronous_launches AS range_launch_bound,
+       round(graph_launches / nullif(steps, 0), 1) AS graphs_per_step,
+       -- many graphs a step: graphs captured per layer or per op, each still a launch and the
+       -- Python around it
+       coalesce(graph_launches >= $many_graphs_per_step * steps, false) AS graphs_per_layer
 FROM judged
 ORDER BY idle_ns DESC, device_id, pid
