@@ -82,7 +82,9 @@ spawns AS (
   SELECT o.pid, count(*) AS spawns, median(o.end_ns - o.start_ns) AS spawn_median_ns,
          string_agg(DISTINCT o.name::VARCHAR, ', ' ORDER BY o.name::VARCHAR) AS spawn_calls
   FROM osrt_calls o JOIN steady_state s USING (pid)
-  WHERE o.start_ns >= s.start_ns AND o.start_ns < s.end_ns AND regexp_matches(o.name, $spawn_pattern)
+  -- (the pattern matched once per distinct name, not once per call)
+  WHERE o.start_ns >= s.start_ns AND o.start_ns < s.end_ns
+    AND o.name IN (SELECT n FROM (SELECT DISTINCT name AS n FROM osrt_calls) WHERE regexp_matches(n, $spawn_pattern))
   GROUP BY o.pid),
 -- the OS-wait gaps next to a copy off the GPU (ending where one starts or starting where one
 -- ends), with the thread already in the call that holds the gap when the GPU went idle and out of
@@ -91,16 +93,22 @@ spawns AS (
 -- it and wakes the thread that reads it), a synchronization by other means, not a wait of its own
 -- (a wait that outlasts the GPU's work by more is for something else: a compiler, a loader)
 d2h AS (SELECT device_id, pid, start_ns, end_ns FROM memcpys WHERE kind = 'Device-to-Host'),
+read_gaps AS (
+  SELECT g.device_id, g.pid, g.tid, g.detail, g.start_ns, g.duration_ns FROM idle_gaps g
+  -- (a lock is contention between threads, not a wait for a result)
+  WHERE g.in_steady_state AND g.cause = 'os-call' AND os_wait_kind(g.detail) = 'wait'
+    AND NOT regexp_matches(g.detail, 'mutex|rwlock|spin')
+    AND (EXISTS (SELECT 1 FROM d2h d WHERE d.device_id = g.device_id AND d.pid = g.pid AND d.end_ns = g.start_ns)
+         OR EXISTS (SELECT 1 FROM d2h d WHERE d.device_id = g.device_id AND d.pid = g.pid AND d.start_ns = g.end_ns))),
+-- (the OS calls of those threads and names only: an ASOF join sorts every row of its right side)
 read_waits AS (
   SELECT g.device_id, g.pid, g.detail, sum(g.duration_ns) AS ns
-  FROM (SELECT g.* FROM idle_gaps g
-        -- (a lock is contention between threads, not a wait for a result)
-        WHERE g.in_steady_state AND g.cause = 'os-call' AND os_wait_kind(g.detail) = 'wait'
-          AND NOT regexp_matches(g.detail, 'mutex|rwlock|spin')
-          AND (EXISTS (SELECT 1 FROM d2h d WHERE d.device_id = g.device_id AND d.pid = g.pid AND d.end_ns = g.start_ns)
-               OR EXISTS (SELECT 1 FROM d2h d WHERE d.device_id = g.device_id AND d.pid = g.pid AND d.start_ns = g.end_ns))) g
-  ASOF JOIN osrt_calls o ON o.pid = g.pid AND o.tid = g.tid AND o.start_ns < g.start_ns
-  WHERE o.end_ns > g.start_ns AND o.end_ns - g.start_ns <= $read_wake_max_ns AND o.name = g.detail
+  FROM read_gaps g
+  ASOF JOIN (SELECT o.pid, o.tid, o.name, o.start_ns, o.end_ns FROM osrt_calls o
+             SEMI JOIN (SELECT DISTINCT pid, tid, detail FROM read_gaps) r
+               ON r.pid = o.pid AND r.tid = o.tid AND r.detail = o.name) o
+    ON o.pid = g.pid AND o.tid = g.tid AND o.name = g.detail AND o.start_ns < g.start_ns
+  WHERE o.end_ns > g.start_ns AND o.end_ns - g.start_ns <= $read_wake_max_ns
   GROUP BY ALL),
 places AS (
   SELECT device_id, pid, cause, detail, first(nvtx_range ORDER BY ns DESC, nvtx_range) FILTER (WHERE nvtx_range IS NOT NULL) AS nvtx_range,
