@@ -164,8 +164,7 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
        CASE c.cause WHEN 'nvtx' THEN 'host code' WHEN 'untraced' THEN 'untraced host code' WHEN 'os-call' THEN 'OS wait'
                     WHEN 'module-loading' THEN 'module loading' WHEN 'cuda-api' THEN 'other CUDA calls'
                     ELSE c.cause END AS budget_cause,
-       CASE WHEN child.waits THEN 'child process' WHEN read.waits THEN 'device read'
-            WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind,
+       kind.wait_kind,
        is_graph_capture(c.cause, c.detail) AS graph_capture,
        -- what host code between GPU work looks like, for the advice: data through the host and
        -- back; computation after each wait; short round trips after waits; or host code alone
@@ -219,8 +218,8 @@ SELECT c.device_id, c.pid, c.cause, c.detail,
                         c.gaps, ro.ops, c.detail, coalesce(o.ops, 0)) END AS ops_text,
        coalesce(sw.spawns, 0) AS spawns, round(sw.spawns / ss.steps, 1) AS spawns_per_step,
        sw.spawn_median_ns, sw.spawn_calls,
-       coalesce(child.waits OR (c.cause = 'os-call' AND os_wait_kind(c.detail) = 'child process'), false)
-         AND coalesce(sw.spawns / ss.steps >= $pool_min_spawns_per_step, false) AS pool_per_step
+       coalesce(kind.wait_kind = 'child process' AND sw.spawns / ss.steps >= $pool_min_spawns_per_step, false)
+         AS pool_per_step
 FROM idle_gap_causes c JOIN totals t USING (device_id, pid)
 LEFT JOIN spawns sw ON sw.pid = c.pid
 LEFT JOIN steady_steps ss ON ss.pid = c.pid
@@ -247,4 +246,6 @@ CROSS JOIN LATERAL (SELECT coalesce(r.ns >= 0.5 * c.idle_ns, false) AND os_wait_
 -- (not where an XLA host callback holds it: the callback is the cause)
 CROSS JOIN LATERAL (SELECT NOT child.waits AND coalesce(rw.ns >= 0.5 * c.idle_ns, false)
                            AND NOT coalesce(cb.callback_ns >= 0.5 * c.idle_ns, false) AS waits) read
+CROSS JOIN LATERAL (SELECT CASE WHEN child.waits THEN 'child process' WHEN read.waits THEN 'device read'
+                                WHEN c.cause = 'os-call' THEN os_wait_kind(c.detail) END AS wait_kind) kind
 ORDER BY c.idle_ns DESC, c.device_id, c.pid, c.cause, c.detail

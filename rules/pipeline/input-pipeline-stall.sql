@@ -13,13 +13,14 @@ matching AS (
                 AND NOT EXISTS (SELECT 1 FROM step_patterns sp WHERE r.name ILIKE sp.pattern) AS loads
   FROM nvtx_range_stats r),
 -- the outermost matching range only: "decode" inside "Data Loading" is not counted twice
+load_ranges AS (
+  SELECT m.* FROM matching m JOIN ss USING (pid) LEFT JOIN matching parent ON parent.range_id = m.parent_id
+  WHERE m.loads AND NOT coalesce(parent.loads, false) AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns),
 loading AS (
-  SELECT m.pid, 'nvtx range' AS source, m.name AS what, count(*) AS instances, sum(m.duration_ns) AS wall_ns,
-         sum(m.busy_during_ns) AS busy_ns,
-         sum(m.duration_ns * greatest(m.devices, 1) - m.busy_during_ns) AS idle_ns, m.name AS place
-  FROM matching m JOIN ss USING (pid) LEFT JOIN matching parent ON parent.range_id = m.parent_id
-  WHERE m.loads AND NOT coalesce(parent.loads, false) AND m.start_ns >= ss.start_ns AND m.start_ns < ss.end_ns
-  GROUP BY m.pid, m.name),
+  SELECT pid, 'nvtx range' AS source, name AS what, count(*) AS instances, sum(duration_ns) AS wall_ns,
+         sum(busy_during_ns) AS busy_ns,
+         sum(duration_ns * greatest(devices, 1) - busy_during_ns) AS idle_ns, name AS place
+  FROM load_ranges GROUP BY pid, name),
 -- the steady-state idle gaps during which the thread that feeds the GPU sat in an OS wait call
 wait_gaps AS (
   SELECT g.pid, g.tid, g.detail, g.start_ns, g.end_ns, g.duration_ns, g.nvtx_range FROM idle_gaps g
@@ -96,10 +97,7 @@ rows AS (
 -- loading ranges, the file-I/O gaps' overlap with their instances; an OS wait row is its own call
 file_gaps AS (
   SELECT g.pid, m.name AS what, g.detail, sum(least(g.end_ns, m.end_ns) - greatest(g.start_ns, m.start_ns)) AS ns
-  FROM idle_gaps g
-  JOIN (SELECT m.* FROM matching m LEFT JOIN matching parent ON parent.range_id = m.parent_id
-        WHERE m.loads AND NOT coalesce(parent.loads, false)) m
-    ON m.pid = g.pid AND g.end_ns > m.start_ns AND g.start_ns < m.end_ns
+  FROM idle_gaps g JOIN load_ranges m ON m.pid = g.pid AND g.end_ns > m.start_ns AND g.start_ns < m.end_ns
   WHERE g.in_steady_state AND g.cause = 'os-call' AND os_wait_kind(g.detail) = 'file I/O'
   GROUP BY ALL),
 file_io AS (
@@ -152,11 +150,8 @@ SELECT r.pid, coalesce(g.gpus, 'the GPU') AS gpus, r.source, r.what, r.place,
        -- remote store do (requests arriving): no bound on what lifting it wins
        CASE WHEN NOT r.paced AND NOT n.from_network THEN r.idle_ns END AS recoverable_ns,
        coalesce(fw.framework, 'other') AS framework,
-       CASE WHEN r.source = 'os wait' THEN CASE WHEN os_wait_kind(r.what) = 'file I/O' THEN 100.0 ELSE 0.0 END
-            ELSE round(100.0 * coalesce(fi.ns, 0) / nullif(r.idle_ns, 0), 2) END AS file_io_pct,
-       CASE WHEN r.source = 'os wait' THEN r.what ELSE fi.call END AS file_io_call,
-       coalesce(CASE WHEN r.source = 'os wait' THEN os_wait_kind(r.what) = 'file I/O'
-                     ELSE fi.ns >= $file_io_min_pct / 100.0 * r.idle_ns END, false) AS reads_files
+       round(100.0 * coalesce(io.ns, 0) / nullif(r.idle_ns, 0), 2) AS file_io_pct, io.call AS file_io_call,
+       coalesce(io.ns >= $file_io_min_pct / 100.0 * r.idle_ns, false) AS reads_files
 FROM rows r JOIN ss USING (pid) LEFT JOIN process_frameworks fw ON fw.pid = r.pid LEFT JOIN step_time st USING (pid) LEFT JOIN gpus g USING (pid)
 LEFT JOIN done d USING (pid) LEFT JOIN file_io fi ON r.source = 'nvtx range' AND fi.pid = r.pid AND fi.what = r.what
 LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
@@ -164,4 +159,9 @@ LEFT JOIN sampled sp ON sp.pid = r.pid AND r.source = 'batch upload'
 -- comes from outside the trace
 CROSS JOIN LATERAL (SELECT r.source = 'os wait' AND NOT r.paced AND list_contains($network_calls, r.what)
                            AND coalesce(d.helper_processes, 0) = 0 AS from_network) n
+-- the row's file-I/O time: its file-I/O gaps (a range), or all of it (an OS wait that is file I/O);
+-- NULL where it has none
+CROSS JOIN LATERAL (SELECT CASE WHEN r.source <> 'os wait' THEN fi.ns
+                                WHEN os_wait_kind(r.what) = 'file I/O' THEN r.idle_ns END AS ns,
+                           CASE WHEN r.source = 'os wait' THEN r.what ELSE fi.call END AS call) io
 ORDER BY r.idle_ns DESC, r.pid, r.what
